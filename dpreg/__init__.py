@@ -1,0 +1,25 @@
+"""dpreg: differentially private regression with valid statistical inference.
+
+Formula front ends (:func:`dp_ols`), the model class (:class:`DPRegression`), the
+non-private benchmark (:func:`oracle`), side-by-side tables (:func:`summary_col`), the
+privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
+"""
+
+from dpreg import datasets, privacy
+from dpreg.api import dp_ols
+from dpreg.exceptions import (BudgetExceededError, ConvergenceError, ConvergenceWarning,
+                              DataError, DatasetNotFoundError, DPRegError, FormulaError,
+                              OptionError, PrivacyLeakError, PrivacyLeakWarning)
+from dpreg.model import DPRegression
+from dpreg.oracle import oracle
+from dpreg.results import DPRegressionResults
+from dpreg.summary import summary_col
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "dp_ols", "DPRegression", "DPRegressionResults", "oracle", "summary_col", "datasets",
+    "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
+    "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",
+    "PrivacyLeakWarning", "ConvergenceWarning",
+]

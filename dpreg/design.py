@@ -1,0 +1,210 @@
+"""The design: outcome, design matrix, names and declared bounds, checked once.
+
+A :class:`Design` is what every engine and every oracle consumes. It is built either
+from a formula (see :mod:`dpreg.formula`, the only module that imports patsy) or from
+arrays (:func:`design_from_arrays`). Validation happens here, at the boundary, so that
+kernels never see a NaN, an infinity or a rank-deficient matrix.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from dpreg.exceptions import DataError, OptionError
+
+__all__ = ["Design", "design_from_arrays", "check_bounds", "MISSING_POLICIES"]
+
+MISSING_POLICIES = ("drop", "raise")
+
+
+@dataclass(frozen=True, eq=False)
+class Design:
+    """Outcome, design matrix and metadata of one regression.
+
+    Attributes
+    ----------
+    endog : ndarray of shape (n,)
+        The outcome, float64, C-contiguous, finite.
+    exog : ndarray of shape (n, p)
+        The design matrix, float64, C-contiguous, finite, of full column rank.
+    endog_name : str
+    exog_names : tuple of str
+        Column names of the design matrix (patsy term names for formulas).
+    n_dropped : int
+        Rows dropped because of missing values (``missing="drop"``).
+    formula : str or None
+    column_bounds : tuple of float or None
+        Public bound on ``|x_j|`` for each design column, derived from declared bounds
+        (and from the structure of the design: an intercept or a dummy column is bounded
+        by 1). ``None`` where nothing was declared.
+    term_groups : tuple of tuple of int
+        Columns that belong to one term. Within a term that contains a categorical
+        factor at most one column is non-zero in a row, which tightens the row-norm bound.
+    endog_bounds : tuple of float or None
+        Declared ``(lower, upper)`` bounds of the outcome, or ``None``.
+    undeclared : tuple of str
+        Variables used by the design whose bounds were not declared.
+    """
+
+    endog: np.ndarray
+    exog: np.ndarray
+    endog_name: str
+    exog_names: tuple[str, ...]
+    n_dropped: int = 0
+    formula: str | None = None
+    column_bounds: tuple[float | None, ...] = ()
+    term_groups: tuple[tuple[int, ...], ...] = ()
+    endog_bounds: tuple[float, float] | None = None
+    undeclared: tuple[str, ...] = ()
+    design_info: Any = field(default=None, repr=False)
+
+    @property
+    def nobs(self) -> int:
+        return self.exog.shape[0]
+
+    @property
+    def k_exog(self) -> int:
+        return self.exog.shape[1]
+
+    @property
+    def has_intercept(self) -> bool:
+        return any(np.all(self.exog[:, j] == 1.0) and name in ("Intercept", "const")
+                   for j, name in enumerate(self.exog_names))
+
+    def row_norm_bound(self) -> float | None:
+        """Public bound on ``||x_i||_2`` from the declared column bounds, or ``None``.
+
+        Within a term that has a categorical factor only one column is non-zero in a
+        row (treatment coding), so the term contributes the largest squared column
+        bound; other terms contribute the sum of their squared column bounds.
+        """
+        if any(b is None for b in self.column_bounds):
+            return None
+        total = 0.0
+        for cols, exclusive in self._groups():
+            sq = [self.column_bounds[j] ** 2 for j in cols]
+            total += max(sq) if exclusive else sum(sq)
+        return math.sqrt(total)
+
+    def _groups(self):
+        if self.term_groups:
+            return [(g, len(g) > 1) for g in self.term_groups]
+        return [((j,), False) for j in range(self.k_exog)]
+
+
+def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
+    """Validate a ``bounds`` mapping ``{variable: (lower, upper)}``."""
+    if bounds is None:
+        return {}
+    if not isinstance(bounds, Mapping):
+        raise OptionError(f"bounds must be a dict {{column: (lower, upper)}}, got {type(bounds).__name__}")
+    out = {}
+    for key, value in bounds.items():
+        try:
+            lo, hi = (float(v) for v in value)
+        except (TypeError, ValueError):
+            raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, got {value!r}") from None
+        if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
+            raise OptionError(f"bounds[{key!r}] = ({lo}, {hi}) must be finite with lower < upper")
+        out[str(key)] = (lo, hi)
+    return out
+
+
+def check_missing(missing: str) -> str:
+    if missing not in MISSING_POLICIES:
+        raise OptionError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
+    return missing
+
+
+def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
+                           exog_names: tuple[str, ...]) -> None:
+    """Raise :class:`DataError` for empty data, non-finite values or collinear columns."""
+    n, p = exog.shape
+    if n == 0:
+        raise DataError("no rows left after removing rows with missing values; "
+                        "check the columns used by the model for missing data")
+    if p == 0:
+        raise DataError("the design matrix has no columns; the formula must have at least "
+                        "one regressor or an intercept")
+    if not np.all(np.isfinite(endog)):
+        raise DataError(f"outcome {endog_name!r} has non-finite values (inf); "
+                        "remove or recode them")
+    bad = ~np.all(np.isfinite(exog), axis=0)
+    if bad.any():
+        names = [exog_names[j] for j in np.flatnonzero(bad)]
+        raise DataError(f"design column(s) {names} have non-finite values (inf); "
+                        "remove or recode them")
+    if n < p:
+        raise DataError(f"more regressors ({p}) than rows ({n}): the model is not identified")
+    # Collinearity: a column whose pivoted-QR diagonal is negligible depends on the others.
+    r = np.linalg.qr(exog, mode="r")
+    diag = np.abs(np.diag(r))
+    scale = np.linalg.norm(exog, axis=0)
+    tol = max(n, p) * np.finfo(float).eps * 1e3
+    dependent = [exog_names[j] for j in range(p) if diag[j] <= tol * max(scale[j], 1.0)]
+    if dependent:
+        raise DataError(f"the design matrix is rank deficient: column(s) {dependent} are "
+                        "linear combinations of earlier columns (perfect collinearity); "
+                        "drop them or change the coding")
+
+
+def design_from_arrays(endog, exog, *, missing: str = "drop",
+                       bounds: Mapping[str, Any] | None = None) -> Design:
+    """Build a :class:`Design` from array-like ``endog`` (n,) and ``exog`` (n, p).
+
+    Names come from a pandas Series/DataFrame if given, else ``y`` and ``x1..xp``
+    (``const`` for a column that is identically one, as statsmodels' ``add_constant``).
+    """
+    missing = check_missing(missing)
+    bounds = check_bounds(bounds)
+    endog_name = endog.name if isinstance(endog, pd.Series) and endog.name is not None else "y"
+    if isinstance(exog, pd.DataFrame):
+        names = [str(c) for c in exog.columns]
+        if len(set(names)) != len(names):
+            dup = sorted({c for c in names if names.count(c) > 1})
+            raise DataError(f"duplicate column names in exog: {dup}; rename them")
+    try:
+        y = np.asarray(endog, dtype=float)
+        X = np.asarray(exog, dtype=float)
+    except (TypeError, ValueError) as err:
+        raise DataError(f"endog and exog must be numeric: {err}") from None
+    if X.ndim == 1:
+        X = X[:, None]
+    if y.ndim != 1 or X.ndim != 2 or X.shape[0] != y.shape[0]:
+        raise DataError(f"endog must be 1-D and exog 2-D with the same number of rows; got "
+                        f"shapes {np.shape(endog)} and {np.shape(exog)}")
+    if not isinstance(exog, pd.DataFrame):
+        names = ["const" if np.all(X[:, j] == 1.0) else f"x{j + 1}" for j in range(X.shape[1])]
+    nan_rows = np.isnan(y) | np.isnan(X).any(axis=1)
+    if nan_rows.any():
+        if missing == "raise":
+            cols = [endog_name] if np.isnan(y).any() else []
+            cols += [names[j] for j in np.flatnonzero(np.isnan(X).any(axis=0))]
+            raise DataError(f"missing values in {cols} ({int(nan_rows.sum())} rows) and "
+                            "missing='raise'; use missing='drop' to drop those rows")
+        y, X = y[~nan_rows], X[~nan_rows]
+    y = np.ascontiguousarray(y)
+    X = np.ascontiguousarray(X)
+    check_finite_full_rank(y, X, endog_name, tuple(names))
+    col_bounds = []
+    for j, name in enumerate(names):
+        if name == "const":
+            col_bounds.append(1.0)
+        elif name in bounds:
+            col_bounds.append(max(abs(v) for v in bounds[name]))
+        else:
+            col_bounds.append(None)
+    undeclared = tuple(n for n, b in zip(names, col_bounds) if b is None)
+    unknown = set(bounds) - set(names) - {endog_name}
+    if unknown:
+        raise OptionError(f"bounds name column(s) {sorted(unknown)} that are not in the model; "
+                          f"known: {[endog_name] + names}")
+    return Design(endog=y, exog=X, endog_name=endog_name, exog_names=tuple(names),
+                  n_dropped=int(nan_rows.sum()), formula=None,
+                  column_bounds=tuple(col_bounds), endog_bounds=bounds.get(endog_name),
+                  undeclared=undeclared)

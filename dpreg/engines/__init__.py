@@ -1,0 +1,12 @@
+"""Engines: numba kernels behind thin Python drivers.
+
+``ENGINES`` names every engine the model can run; each driver takes arrays and
+pre-validated settings and returns an :class:`~dpreg.engines.output.EngineOutput`.
+"""
+
+from dpreg.engines.dpsgd import SGDSettings, default_schedule, run_dpsgd
+from dpreg.engines.output import EngineOutput
+
+ENGINES = ("dpsgd",)
+
+__all__ = ["ENGINES", "EngineOutput", "SGDSettings", "default_schedule", "run_dpsgd"]

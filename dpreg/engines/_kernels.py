@@ -1,0 +1,126 @@
+"""numba kernels: pure arithmetic on arrays and pre-drawn randomness.
+
+Kernels take contiguous float64/int64 arrays, mutate the state arrays they are given,
+and return a status code instead of raising. All random numbers are drawn by the
+Python driver from one ``numpy.random.Generator``. No ``fastmath``: the kernels must
+propagate NaN/Inf faithfully so that divergence is detected.
+"""
+
+import numpy as np
+from numba import njit
+
+STATUS_OK = 0
+STATUS_NONFINITE = 1
+
+
+@njit(cache=True)
+def dloss(code, y, eta, c):
+    """Derivative of the family's loss in the linear index (dispatch on family code)."""
+    if code == 0:  # linear: (y - eta)^2 / 2
+        return eta - y
+    return np.nan
+
+
+@njit(cache=True)
+def dpsgd_block(X, y, xnorm, code, c, counts, u, noise, t0, lr, lr_decay, clip,
+                inv_denom, noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
+                traj_stride, traj_avg, traj_iter, clip_count):
+    """Run ``len(counts)`` DP-SGD steps (Algorithm 1 with the clipping of (5.1)).
+
+    Step ``t = t0 + b + 1`` samples ``counts[b]`` rows without replacement by a partial
+    Fisher-Yates shuffle of ``perm`` driven by the uniforms ``u`` (consumed in order),
+    clips each per-example gradient to norm ``clip``, and updates
+
+        theta <- theta - lr * t^(-lr_decay) * (inv_denom * sum_i g_i + noise_scale * z_t)
+
+    where ``z_t = noise[b]`` is standard normal. ``inv_denom`` is ``1/m`` (fixed-size
+    sampling) or ``1/(q n)`` (Poisson sampling: the public expected batch size).
+
+    Random-scaling sums are kept relative to the reference point ``ref`` (MATH.md s.1):
+    ``s_run = sum_{s<=t} (theta_s - ref)``, ``m_acc += s_run s_run^T`` (upper triangle),
+    ``l_acc += t * s_run``. Returns ``(status, steps_done)``.
+    """
+    n, p = X.shape
+    pos = 0
+    for b in range(counts.shape[0]):
+        t = t0 + b + 1
+        k = counts[b]
+        for j in range(p):
+            gbuf[j] = 0.0
+        for r in range(k):
+            # partial Fisher-Yates: a uniform k-subset of rows in perm[0:k]
+            jj = r + int(u[pos] * (n - r))
+            pos += 1
+            if jj >= n:
+                jj = n - 1
+            tmp = perm[r]
+            perm[r] = perm[jj]
+            perm[jj] = tmp
+            i = perm[r]
+            eta = 0.0
+            for j in range(p):
+                eta += X[i, j] * theta[j]
+            g = dloss(code, y[i], eta, c)
+            gn = abs(g) * xnorm[i]
+            if gn > clip:
+                g *= clip / gn
+                clip_count[0] += 1
+            for j in range(p):
+                gbuf[j] += g * X[i, j]
+        step = lr * t ** (-lr_decay)
+        finite = True
+        for j in range(p):
+            theta[j] -= step * (inv_denom * gbuf[j] + noise_scale * noise[b, j])
+            if not np.isfinite(theta[j]):
+                finite = False
+        if not finite:
+            return STATUS_NONFINITE, b
+        for j in range(p):
+            s_run[j] += theta[j] - ref[j]
+            l_acc[j] += t * s_run[j]
+        for a in range(p):
+            sa = s_run[a]
+            for bb in range(a, p):
+                m_acc[a, bb] += sa * s_run[bb]
+        if traj_stride > 0 and t % traj_stride == 0:
+            row = t // traj_stride - 1
+            if row < traj_avg.shape[0]:
+                for j in range(p):
+                    traj_avg[row, j] = ref[j] + s_run[j] / t
+                    traj_iter[row, j] = theta[j]
+    return STATUS_OK, counts.shape[0]
+
+
+@njit(cache=True)
+def clipped_gradients(X, y, xnorm, code, c, theta, clip, out):
+    """Per-example gradients at ``theta``, each clipped to norm ``clip`` (rows of ``out``)."""
+    n, p = X.shape
+    for i in range(n):
+        eta = 0.0
+        for j in range(p):
+            eta += X[i, j] * theta[j]
+        g = dloss(code, y[i], eta, c)
+        gn = abs(g) * xnorm[i]
+        if gn > clip:
+            g *= clip / gn
+        for j in range(p):
+            out[i, j] = g * X[i, j]
+
+
+@njit(cache=True)
+def d2loss(code, y, eta, c):
+    """Second derivative of the family's loss in the linear index."""
+    if code == 0:
+        return 1.0
+    return np.nan
+
+
+@njit(cache=True)
+def hessian_weights(X, y, code, c, theta, out):
+    """``out[i] = d2loss(y_i, x_i' theta)`` for every row."""
+    n, p = X.shape
+    for i in range(n):
+        eta = 0.0
+        for j in range(p):
+            eta += X[i, j] * theta[j]
+        out[i] = d2loss(code, y[i], eta, c)

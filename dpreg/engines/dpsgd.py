@@ -1,0 +1,160 @@
+"""Driver of the central DP-SGD engine (dpsgd-inference paper, Algorithm 1 and (5.1)).
+
+The driver validates nothing (the model did), draws all randomness in blocks from one
+``numpy.random.Generator``, calls the numba kernel per block, re-centres the
+random-scaling sums after each block, and returns an :class:`EngineOutput`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from tqdm.auto import tqdm
+
+from dpreg.engines import _kernels
+from dpreg.engines.output import EngineOutput
+from dpreg.exceptions import ConvergenceError
+
+__all__ = ["SGDSettings", "run_dpsgd", "default_schedule"]
+
+#: Default number of per-example gradient evaluations (T * m) of one fit.
+DEFAULT_WORK = 50_000_000
+#: Snapshots kept of the path for plots.
+TRAJECTORY_POINTS = 2000
+
+
+@dataclass(frozen=True)
+class SGDSettings:
+    """Public tuning constants of one DP-SGD run (all printed in the summary).
+
+    ``noise_scale`` is the standard deviation of the Gaussian noise added to the
+    gradient *estimate* (the clipped mean for fixed-size sampling, the clipped sum
+    divided by the expected batch size ``q n`` for Poisson sampling): ``sigma_1`` of
+    Algorithm 1.
+    """
+
+    batch_size: int
+    sampling: str
+    steps: int
+    clip: float
+    lr: float
+    lr_decay: float
+    noise_scale: float
+    noise_multiplier: float
+
+    def denominator(self, n: int) -> float:
+        """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson."""
+        return float(self.batch_size)
+
+    def epochs(self, n: int) -> float:
+        """``E = T m / n``: passes over the data, the random-scaling normalizer."""
+        return self.steps * self.batch_size / n
+
+
+def default_schedule(n: int, work: int = DEFAULT_WORK) -> tuple[int, int]:
+    """Default ``(batch_size, steps)``: the paper's regime ``c = m sqrt(T) / n = 1``.
+
+    With ``n^2 <= work`` this is ``m = 1, T = n^2`` (the paper's choice, Section 6).
+    For larger ``n`` the batch grows, ``m = ceil(n^2 / work)``, and ``T = (n / m)^2``,
+    which keeps ``c = 1`` (and so the privacy cost per unit of noise) fixed while
+    bounding the work ``T m`` (Corollary 3 of the dpsgd-inference paper).
+    """
+    m = max(1, math.ceil(n * n / work))
+    steps = max(1, int(round((n / m) ** 2)))
+    return m, steps
+
+
+def _block_size(batch_size: int, p: int) -> int:
+    return int(min(1 << 15, max(256, (1 << 20) // max(batch_size, p, 1))))
+
+
+def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float,
+              settings: SGDSettings, theta0: np.ndarray, rng: np.random.Generator,
+              progress: bool = False) -> EngineOutput:
+    """Run DP-SGD and return the averaged iterate with its random-scaling matrix.
+
+    Parameters
+    ----------
+    X, y : ndarray
+        Contiguous float64 design and outcome.
+    family_code, family_c : int, float
+        Family dispatch code and tuning constant.
+    settings : SGDSettings
+    theta0 : ndarray
+        Public starting point.
+    rng : numpy.random.Generator
+        Source of every random number of the run.
+    progress : bool
+        Show a tqdm progress bar over blocks.
+    """
+    n, p = X.shape
+    T = settings.steps
+    m = settings.batch_size
+    xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
+    theta = np.array(theta0, dtype=float)
+    ref = theta.copy()
+    s_run = np.zeros(p)
+    m_acc = np.zeros((p, p))
+    l_acc = np.zeros(p)
+    gbuf = np.zeros(p)
+    perm = np.arange(n, dtype=np.int64)
+    clip_count = np.zeros(1, dtype=np.int64)
+    stride = max(1, T // TRAJECTORY_POINTS)
+    n_traj = T // stride
+    traj_avg = np.empty((n_traj, p))
+    traj_iter = np.empty((n_traj, p))
+    inv_denom = 1.0 / settings.denominator(n)
+    block = _block_size(m, p)
+    grad_evals = 0
+    t_done = 0
+    bar = tqdm(total=T, disable=not progress, desc="DP-SGD", unit="step", leave=False)
+    try:
+        while t_done < T:
+            b = min(block, T - t_done)
+            if settings.sampling == "poisson":
+                counts = rng.binomial(n, m / n, size=b).astype(np.int64)
+            else:
+                counts = np.full(b, m, dtype=np.int64)
+            u = rng.random(int(counts.sum()))
+            noise = rng.standard_normal((b, p))
+            status, done = _kernels.dpsgd_block(
+                X, y, xnorm, family_code, family_c, counts, u, noise, t_done,
+                settings.lr, settings.lr_decay, settings.clip, inv_denom,
+                settings.noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
+                stride, traj_avg, traj_iter, clip_count)
+            if status != _kernels.STATUS_OK:
+                raise ConvergenceError(
+                    f"DP-SGD diverged (non-finite iterate) at step {t_done + done + 1}: the "
+                    f"step size lr={settings.lr:g} is too large for this design; lower lr "
+                    "or declare tighter bounds")
+            grad_evals += int(counts.sum())
+            t_done += b
+            _recentre(ref, s_run, m_acc, l_acc, t_done)
+            bar.update(b)
+    finally:
+        bar.close()
+    q = m_acc / float(T) ** 3
+    return EngineOutput(params=ref.copy(), last=theta.copy(), rs_q=q, steps=T,
+                        trajectory_steps=stride * np.arange(1, n_traj + 1),
+                        trajectory_avg=traj_avg, trajectory_iter=traj_iter,
+                        clip_count=int(clip_count[0]), grad_evals=grad_evals)
+
+
+def _recentre(ref, s_run, m_acc, l_acc, t):
+    """Move the reference point to the running mean, transforming the sums exactly.
+
+    With ``delta = ref - ref_new`` every partial sum shifts by ``s * delta``, so
+    ``M += L delta' + delta L' + (sum s^2) delta delta'`` and ``L += (sum s^2) delta``;
+    the running sum becomes zero. Re-centring keeps the sums small, which avoids the
+    cancellation of the one-pass formula (MATH.md s.1, numerics).
+    """
+    m_full = np.triu(m_acc) + np.triu(m_acc, 1).T
+    delta = -s_run / t
+    sum_sq = t * (t + 1.0) * (2.0 * t + 1.0) / 6.0
+    m_full += np.outer(l_acc, delta) + np.outer(delta, l_acc) + sum_sq * np.outer(delta, delta)
+    l_acc += sum_sq * delta
+    ref -= delta
+    s_run[:] = 0.0
+    m_acc[:] = np.triu(m_full)

@@ -1,0 +1,66 @@
+"""Exception and warning classes raised by dpreg.
+
+Every error a user can trigger through the public API is one of these classes, and its
+message names the column, value or parameter at fault and what to do about it.
+"""
+
+__all__ = [
+    "DPRegError",
+    "DataError",
+    "FormulaError",
+    "OptionError",
+    "BudgetExceededError",
+    "PrivacyLeakWarning",
+    "ConvergenceWarning",
+    "DatasetNotFoundError",
+]
+
+
+class DPRegError(Exception):
+    """Base class of every error raised by dpreg."""
+
+
+class DataError(DPRegError, ValueError):
+    """The data cannot be used as given (missing column, non-numeric or non-finite
+    values, no rows left, collinear design, duplicate column names)."""
+
+
+class FormulaError(DPRegError, ValueError):
+    """The formula cannot be parsed or refers to something that is not in the data."""
+
+
+class OptionError(DPRegError, ValueError):
+    """An option is unknown, has the wrong type, or is outside its range."""
+
+
+class BudgetExceededError(DPRegError, ValueError):
+    """A privacy request is invalid, too small to run, or would be exceeded."""
+
+
+class DatasetNotFoundError(DPRegError, FileNotFoundError):
+    """A real data set is not where dpreg looked for it, or its checksum is wrong."""
+
+
+class PrivacyLeakWarning(UserWarning):
+    """A bound or constant the privacy guarantee depends on was not declared.
+
+    Pass ``strict=True`` to make this an error.
+    """
+
+
+class ConvergenceWarning(UserWarning):
+    """An optimizer or root finder stopped before meeting its tolerance."""
+
+
+class ConvergenceError(DPRegError, RuntimeError):
+    """An engine diverged (non-finite iterates); the message says which option to change."""
+
+
+__all__.append("ConvergenceError")
+
+
+class PrivacyLeakError(DPRegError, ValueError):
+    """Raised instead of :class:`PrivacyLeakWarning` when ``strict=True``."""
+
+
+__all__.append("PrivacyLeakError")

@@ -1,0 +1,38 @@
+"""Linear regression: squared loss ``l(y, eta) = (y - eta)^2 / 2``.
+
+The score ``(eta - y) x`` is unbounded, so DP engines clip per-example gradients
+(dpsgd-inference paper, (5.1)); the Hessian weight is 1.
+"""
+
+import numpy as np
+from numba import njit
+
+from dpreg.exceptions import DataError
+from dpreg.families.base import Family
+
+LINEAR_CODE = 0
+
+
+@njit(cache=True)
+def loss(y, eta, c):
+    r = y - eta
+    return 0.5 * r * r
+
+
+@njit(cache=True)
+def dloss(y, eta, c):
+    return eta - y
+
+
+@njit(cache=True)
+def d2loss(y, eta, c):
+    return 1.0
+
+
+def check_y(y: np.ndarray, name: str) -> None:
+    if not np.issubdtype(np.asarray(y).dtype, np.number):
+        raise DataError(f"outcome {name!r} must be numeric for the linear family")
+
+
+LINEAR = Family(name="linear", code=LINEAR_CODE, label="Linear (squared loss)", loss=loss,
+                dloss=dloss, d2loss=d2loss, psi_bound=None, hess_bound=1.0, check_y=check_y)

@@ -1,0 +1,73 @@
+"""The record every inference method returns: a scale per coefficient and a law.
+
+A confidence interval is ``params -/+ law.critical_value(alpha) * scale`` and a p-value
+for ``H0: theta_j = 0`` is ``law.two_sided_pvalue(params_j / scale_j)``. Methods are
+functions ``(inputs) -> Inference``; Results only read these records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["Inference", "NormalLaw", "StudentLaw"]
+
+
+class NormalLaw:
+    """Standard normal reference law."""
+
+    name = "normal"
+
+    def critical_value(self, alpha):
+        return stats.norm.isf(np.asarray(alpha) / 2)
+
+    def two_sided_pvalue(self, stat):
+        return 2 * stats.norm.sf(np.abs(stat))
+
+
+class StudentLaw:
+    """Student t reference law with ``df`` degrees of freedom."""
+
+    def __init__(self, df: float):
+        self.df = float(df)
+        self.name = f"t({self.df:g})"
+
+    def critical_value(self, alpha):
+        return stats.t.isf(np.asarray(alpha) / 2, self.df)
+
+    def two_sided_pvalue(self, stat):
+        return 2 * stats.t.sf(np.abs(stat), self.df)
+
+
+@dataclass(frozen=True, eq=False)
+class Inference:
+    """Scale, reference law and a description of one interval construction.
+
+    Attributes
+    ----------
+    method : str
+        ``"plugin"``, ``"rs"``, ``"oracle"``, ...
+    scale : ndarray (p,)
+        Per-coefficient scale; for plug-in and oracle it is the standard error.
+    law : object
+        Has ``critical_value(alpha)`` and ``two_sided_pvalue(stat)``.
+    is_standard_error : bool
+        Whether ``scale`` estimates the standard deviation of the estimate.
+    note : str
+        One line for the summary (which correction was applied, eigenvalue floors).
+    """
+
+    method: str
+    scale: np.ndarray
+    law: object
+    is_standard_error: bool
+    note: str = ""
+
+    def conf_int(self, params: np.ndarray, alpha: float) -> np.ndarray:
+        half = self.law.critical_value(alpha) * self.scale
+        return np.column_stack([params - half, params + half])
+
+    def pvalues(self, params: np.ndarray) -> np.ndarray:
+        return self.law.two_sided_pvalue(params / self.scale)

@@ -1,0 +1,135 @@
+"""Fit options: one spelling each, validated once at the boundary, defaults explained.
+
+:class:`FitOptions` holds what the user asked for; :func:`resolve` turns it into the
+public settings of a run, filling defaults from public quantities only (``n``, ``p``,
+declared bounds) and recording why each default was chosen.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+import numpy as np
+
+from dpreg.exceptions import OptionError
+
+__all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES", "SAMPLINGS"]
+
+ENGINES = ("dpsgd",)
+PLANNED_ENGINES = ("ldp_sgd", "dpgd", "adassp")
+COV_TYPES = ("plugin", "rs")
+SAMPLINGS = ("uniform", "poisson")
+MODEL_OPTIONS = ("family", "missing", "bounds", "eval_env")
+DEFAULT_BUDGET_SPLIT = {"path": 0.8, "hessian": 0.1, "score": 0.1}
+
+
+@dataclass(frozen=True)
+class FitOptions:
+    """Options of :meth:`dpreg.DPRegression.fit` (see its docstring for meanings)."""
+
+    mu: float | None = None
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+    engine: str = "dpsgd"
+    cov_type: str = "plugin"
+    batch_size: int | None = None
+    sampling: str = "uniform"
+    steps: int | None = None
+    clip: float | None = None
+    lr: float | None = None
+    lr_decay: float = 0.501
+    x_bound: float | None = None
+    budget_split: Mapping[str, float] | None = None
+    random_state: Any = None
+    progress: bool = False
+    strict: bool = False
+    start_params: Any = None
+    diagnostics: bool = False
+
+    def __post_init__(self):
+        if self.engine not in ENGINES:
+            if self.engine in PLANNED_ENGINES:
+                raise OptionError(f"engine {self.engine!r} is not available in this version; "
+                                  f"available: {ENGINES}")
+            raise OptionError(f"unknown engine {self.engine!r}; choose one of {ENGINES}")
+        _choice("cov_type", self.cov_type, COV_TYPES)
+        _choice("sampling", self.sampling, SAMPLINGS)
+        _positive_int("batch_size", self.batch_size)
+        _positive_int("steps", self.steps)
+        _positive("clip", self.clip)
+        _positive("lr", self.lr)
+        _positive("x_bound", self.x_bound)
+        if not isinstance(self.lr_decay, numbers.Real) or not 0.5 < self.lr_decay < 1:
+            raise OptionError(f"lr_decay must be in (0.5, 1) (Theorem 2 needs "
+                              f"eta_t = lr * t^-lr_decay with lr_decay in (1/2, 1)), "
+                              f"got {self.lr_decay!r}")
+        for name in ("progress", "strict", "diagnostics"):
+            if not isinstance(getattr(self, name), (bool, np.bool_)):
+                raise OptionError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        rs = self.random_state
+        if rs is not None and not isinstance(rs, (numbers.Integral, np.random.Generator,
+                                                  np.random.SeedSequence)):
+            raise OptionError(f"random_state must be an int, a numpy Generator or None, got "
+                              f"{type(rs).__name__}")
+        if isinstance(rs, numbers.Integral) and rs < 0:
+            raise OptionError(f"random_state must be non-negative, got {rs}")
+
+    def split(self) -> dict[str, float]:
+        """The validated budget split (fractions of mu^2 or rho; they sum to 1)."""
+        split = DEFAULT_BUDGET_SPLIT if self.budget_split is None else self.budget_split
+        if not isinstance(split, Mapping) or not split:
+            raise OptionError("budget_split must be a non-empty dict such as "
+                              f"{DEFAULT_BUDGET_SPLIT}")
+        out = {}
+        for key, w in split.items():
+            if key not in DEFAULT_BUDGET_SPLIT:
+                raise OptionError(f"budget_split has unknown key {key!r}; keys are "
+                                  f"{sorted(DEFAULT_BUDGET_SPLIT)}")
+            if not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
+                raise OptionError(f"budget_split[{key!r}] must be a finite number >= 0, got {w!r}")
+            if w > 0:
+                out[key] = float(w)
+        if "path" not in out:
+            raise OptionError("budget_split must give the DP-SGD path a positive share ('path')")
+        if ("hessian" in out) != ("score" in out):
+            raise OptionError("budget_split must give both 'hessian' and 'score' a share (the "
+                              "plug-in needs both matrices) or neither (random scaling only)")
+        total = sum(out.values())
+        if abs(total - 1) > 1e-9:
+            raise OptionError(f"budget_split shares must sum to 1, got {total:g}")
+        return out
+
+
+def check_known(options: Mapping[str, Any], extra: tuple[str, ...] = ()) -> None:
+    """Raise :class:`OptionError` for an option name that no function knows."""
+    known = [f.name for f in fields(FitOptions)] + list(MODEL_OPTIONS) + list(extra)
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise OptionError(f"unknown option {name!r}{hint}")
+
+
+def _choice(name, value, allowed):
+    if value not in allowed:
+        raise OptionError(f"{name} must be one of {allowed}, got {value!r}")
+
+
+def _positive(name, value):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 \
+            or (not math.isfinite(value) and name != "clip"):
+        raise OptionError(f"{name} must be a positive finite number, got {value!r}")
+
+
+def _positive_int(name, value):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise OptionError(f"{name} must be a positive integer, got {value!r}")

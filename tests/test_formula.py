@@ -1,0 +1,108 @@
+"""Formula front end: term names, missing values and every bad-input case of issue 2."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dpreg.design import design_from_arrays
+from dpreg.exceptions import DataError, FormulaError, OptionError
+from dpreg.formula import build_design
+
+
+def test_terms_categorical_interaction_and_intercept(small_frame):
+    d = build_design("y ~ x + C(g) + x:d", small_frame)
+    assert d.exog_names == ("Intercept", "C(g)[T.b]", "C(g)[T.c]", "x", "x:d")
+    d0 = build_design("y ~ x - 1", small_frame)
+    assert d0.exog_names == ("x",)
+    assert d.exog.flags["C_CONTIGUOUS"] and d.exog.dtype == np.float64
+
+
+def test_string_column_is_categorical(small_frame):
+    d = build_design("y ~ g", small_frame)
+    assert d.exog_names == ("Intercept", "g[T.b]", "g[T.c]")
+
+
+def test_missing_drop_counts_and_raise_names_problem(small_frame):
+    df = small_frame.copy()
+    df.loc[[3, 7, 11], "x"] = np.nan
+    df.loc[5, "y"] = np.nan
+    d = build_design("y ~ x", df)
+    assert d.n_dropped == 4 and d.nobs == len(df) - 4
+    with pytest.raises(DataError, match="missing"):
+        build_design("y ~ x", df, missing="raise")
+    with pytest.raises(OptionError, match="missing"):
+        build_design("y ~ x", df, missing="zero")
+
+
+def test_bounds_give_row_norm_bound(small_frame, small_bounds):
+    d = build_design("y ~ x + C(g) + d", small_frame, bounds=small_bounds)
+    # intercept 1, one of the two g dummies 1, |x| <= 1, |d| <= 1
+    assert d.row_norm_bound() == pytest.approx(2.0)
+    assert d.endog_bounds == (-3.0, 5.0)
+    assert d.undeclared == ()
+    d2 = build_design("y ~ x + d", small_frame, bounds={"x": (-1, 1)})
+    assert d2.undeclared == ("d",) and d2.row_norm_bound() is None
+
+
+@pytest.mark.parametrize("formula, error, match", [
+    ("y ~ nope", FormulaError, "nope"),
+    ("g ~ x", DataError, "not numeric"),
+    ("y ~ 0", DataError, "no columns"),
+    ("y ~ x + x2", DataError, "x2"),
+    ("y x", FormulaError, "formula"),
+])
+def test_bad_formulas(small_frame, formula, error, match):
+    df = small_frame.assign(x2=2 * small_frame["x"])
+    with pytest.raises(error, match=match):
+        build_design(formula, df)
+
+
+def test_empty_after_dropping(small_frame):
+    df = small_frame.assign(x=np.nan)
+    with pytest.raises(DataError, match="no rows left"):
+        build_design("y ~ x", df)
+
+
+def test_non_finite_values_named(small_frame):
+    df = small_frame.copy()
+    df.loc[2, "x"] = np.inf
+    with pytest.raises(DataError, match="'x'"):
+        build_design("y ~ x", df)
+    df = small_frame.copy()
+    df.loc[2, "y"] = -np.inf
+    with pytest.raises(DataError, match="'y'"):
+        build_design("y ~ x", df)
+
+
+def test_duplicate_columns(small_frame):
+    df = pd.concat([small_frame, small_frame[["x"]]], axis=1)
+    with pytest.raises(DataError, match="duplicate"):
+        build_design("y ~ d", df)
+
+
+def test_bad_bounds(small_frame):
+    with pytest.raises(OptionError, match="bounds\\['x'\\]"):
+        build_design("y ~ x", small_frame, bounds={"x": (1, -1)})
+    with pytest.raises(OptionError, match="zzz"):
+        build_design("y ~ x", small_frame, bounds={"zzz": (0, 1)})
+
+
+def test_more_columns_than_rows(small_frame):
+    with pytest.raises(DataError, match="more regressors"):
+        build_design("y ~ x + C(g) + d", small_frame.iloc[:3])
+
+
+def test_arrays_front_end(small_frame):
+    X = np.column_stack([np.ones(len(small_frame)), small_frame["x"]])
+    d = design_from_arrays(small_frame["y"], X, bounds={"x2": (-1, 1)})
+    assert d.exog_names == ("const", "x2") and d.endog_name == "y"
+    assert d.row_norm_bound() == pytest.approx(np.sqrt(2))
+    Xn = X.copy()
+    Xn[0, 1] = np.nan
+    assert design_from_arrays(small_frame["y"], Xn).n_dropped == 1
+    with pytest.raises(DataError, match="missing"):
+        design_from_arrays(small_frame["y"], Xn, missing="raise")
+    with pytest.raises(DataError, match="numeric"):
+        design_from_arrays(["a"] * 3, np.ones((3, 1)))
+    with pytest.raises(DataError, match="rows"):
+        design_from_arrays(np.ones(3), np.ones((4, 1)))

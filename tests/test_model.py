@@ -1,0 +1,207 @@
+"""Private fits end to end: API, options, warnings, ledger, reproducibility."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg
+from dpreg.exceptions import (BudgetExceededError, DataError, OptionError, PrivacyLeakError,
+                              PrivacyLeakWarning)
+
+FORMULA = "y ~ x + C(g) + d"
+
+
+def fit(frame, bounds, **kw):
+    kw.setdefault("mu", 1.0)
+    kw.setdefault("random_state", 3)
+    return dpreg.dp_ols(FORMULA, frame, bounds=bounds, **kw)
+
+
+def test_fit_returns_labelled_private_results(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds)
+    names = ["Intercept", "C(g)[T.b]", "C(g)[T.c]", "x", "d"]
+    assert list(res.params.index) == names
+    for attr in ("params", "bse", "tvalues", "zvalues", "pvalues"):
+        series = getattr(res, attr)
+        assert list(series.index) == names and np.all(np.isfinite(series))
+    assert list(res.conf_int().index) == names
+    assert list(res.conf_int(method="rs").index) == names
+    assert res.cov_params().shape == (5, 5)
+    assert res.private and res.nobs == len(small_frame) and res.df_model == 4
+    assert np.all(res.bse > 0)
+    ci = res.conf_int(0.05)
+    assert np.all(ci[0] < res.params) and np.all(res.params < ci[1])
+
+
+def test_estimates_close_to_oracle_at_large_budget(small_frame, small_bounds):
+    # At mu = 50 privacy noise is negligible; the DP-SGD estimate is within a few plug-in
+    # standard errors of the oracle (both estimate the same minimizer).
+    res = fit(small_frame, small_bounds, mu=50.0)
+    orc = dpreg.oracle(FORMULA, small_frame, bounds=small_bounds)
+    assert np.all(np.abs(res.params - orc.params) < 4 * res.bse)
+    # and the plug-in standard errors are close to the oracle's (private matrices are
+    # accurate at this budget): within 30%
+    np.testing.assert_allclose(res.bse, orc.bse, rtol=0.3)
+
+
+def test_same_seed_same_numbers(small_frame, small_bounds):
+    a, b = fit(small_frame, small_bounds), fit(small_frame, small_bounds)
+    c = fit(small_frame, small_bounds, random_state=4)
+    pd.testing.assert_series_equal(a.params, b.params)
+    pd.testing.assert_series_equal(a.bse, b.bse)
+    assert not a.params.equals(c.params)
+
+
+def test_seed_is_drawn_and_reported_when_omitted(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds, random_state=None)
+    seed = res.settings["random_state"]
+    again = fit(small_frame, small_bounds, random_state=seed)
+    pd.testing.assert_series_equal(res.params, again.params)
+
+
+def test_ledger_never_exceeds_request(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds, mu=0.7)
+    assert res.ledger.total_mu <= 0.7 * (1 + 1e-9)
+    assert res.ledger.total_mu == pytest.approx(0.7, rel=1e-6)
+    names = list(res.ledger.to_frame()["name"])
+    assert names == ["DP-SGD path", "Hessian A", "score covariance S"]
+
+
+def test_budget_split_path_only_gives_rs_without_se(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds, budget_split={"path": 1.0}, cov_type="rs")
+    assert set(res.inferences) == {"rs"}
+    assert np.all(np.isfinite(res.pvalues))
+    with pytest.raises(OptionError, match="standard error"):
+        res.bse
+    assert len(res.ledger.events) == 1
+
+
+def test_epsilon_delta_and_rho_requests(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds, mu=None, epsilon=3.0, delta=1e-6)
+    eps, _ = res.ledger.epsilon_rigorous
+    assert eps == pytest.approx(3.0, rel=1e-3) and eps <= 3.0 * (1 + 1e-3)
+    res = fit(small_frame, small_bounds, mu=None, rho=0.5)
+    assert np.all(np.isfinite(res.params))
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"mu": -1}, "mu"),
+    ({"mu": 1, "rho": 1}, "one"),
+    ({"mu": None, "epsilon": 1.0}, "delta"),
+    ({"mu": None, "epsilon": 1.0, "delta": 1.5}, "delta"),
+    ({"mu": float("inf")}, "mu"),
+])
+def test_bad_budgets(small_frame, small_bounds, kw, match):
+    with pytest.raises(BudgetExceededError, match=match):
+        fit(small_frame, small_bounds, **kw)
+
+
+@pytest.mark.parametrize("kw, match", [
+    ({"engine": "sgd"}, "engine"),
+    ({"engine": "dpgd"}, "not available"),
+    ({"cov_type": "hc3"}, "cov_type"),
+    ({"sampling": "cyclic"}, "sampling"),
+    ({"batch_size": 0}, "batch_size"),
+    ({"batch_size": 10_000}, "batch_size"),
+    ({"steps": 2.5}, "steps"),
+    ({"clip": -1.0}, "clip"),
+    ({"lr": 0.0}, "lr"),
+    ({"lr_decay": 1.0}, "lr_decay"),
+    ({"budget_split": {"path": 0.5, "hessian": 0.5}}, "score"),
+    ({"budget_split": {"path": 0.5, "other": 0.5}}, "other"),
+    ({"budget_split": {"path": 0.9, "hessian": 0.2, "score": 0.1}}, "sum"),
+    ({"random_state": "abc"}, "random_state"),
+    ({"start_params": [1, 2]}, "start_params"),
+    ({"bacth_size": 2}, "batch_size"),
+])
+def test_bad_options_name_the_option(small_frame, small_bounds, kw, match):
+    with pytest.raises(OptionError, match=match):
+        fit(small_frame, small_bounds, **kw)
+
+
+def test_missing_bounds_warn_and_strict_raises(small_frame):
+    with pytest.warns(PrivacyLeakWarning, match="'x'"):
+        fit(small_frame, {"y": (-3, 5)})
+    with pytest.warns(PrivacyLeakWarning, match="outcome"):
+        fit(small_frame, {"x": (-1, 1), "d": (0, 1)})
+    with pytest.raises(PrivacyLeakError, match="strict"):
+        fit(small_frame, {"y": (-3, 5)}, strict=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit(small_frame, {"y": (-3, 5)}, x_bound=2.0)  # explicit x_bound: no warning
+
+
+def test_declared_outcome_bounds_clip_a_copy(small_frame, small_bounds):
+    frame = small_frame.copy()
+    frame.loc[0, "y"] = 100.0
+    before = frame.copy()
+    fit(frame, small_bounds)
+    pd.testing.assert_frame_equal(frame, before)  # the user's data is never changed
+
+
+def test_array_front_end(small_frame):
+    X = np.column_stack([np.ones(len(small_frame)), small_frame[["x", "d"]].to_numpy()])
+    model = dpreg.DPRegression(small_frame["y"], X,
+                               bounds={"y": (-3, 5), "x2": (-1, 1), "x3": (0, 1)})
+    res = model.fit(mu=1.0, random_state=0)
+    assert list(res.params.index) == ["const", "x2", "x3"]
+    np.testing.assert_allclose(res.predict(X[:3]), X[:3] @ res.params.to_numpy())
+
+
+def test_predict_with_formula_and_after_pickle(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds)
+    new = small_frame.iloc[:5]
+    p1 = res.predict(new)
+    back = pickle.loads(pickle.dumps(res))
+    pd.testing.assert_series_equal(back.params, res.params)
+    pd.testing.assert_frame_equal(back.conf_int(method="rs"), res.conf_int(method="rs"))
+    X = dpreg.DPRegression.from_formula(FORMULA, new).design.exog
+    np.testing.assert_allclose(back.predict(X), p1)
+    with pytest.raises(OptionError, match="exog"):
+        res.predict()
+
+
+def test_private_results_hold_no_raw_data(small_frame, small_bounds):
+    # Search the pickled bytes for the data's values (DESIGN.md, privacy rule 5).
+    res = fit(small_frame, small_bounds)
+    blob = pickle.dumps(res)
+    for value in small_frame["y"].to_numpy()[:50]:
+        assert np.float64(value).tobytes() not in blob
+    assert not hasattr(res, "diagnostics")
+
+
+def test_diagnostics_warn(small_frame, small_bounds):
+    with pytest.warns(PrivacyLeakWarning, match="clipped"):
+        res = fit(small_frame, small_bounds, diagnostics=True)
+    assert 0 <= res.diagnostics["clip_share"] <= 1
+
+
+def test_summary_renders_everything(small_frame, small_bounds):
+    res = fit(small_frame, small_bounds)
+    text = res.summary().as_text()
+    for needle in ("DP regression", "Linear", "DP-SGD", "mu = 1", "steps", "RS",
+                   "DP-SGD path", "Rows dropped", "C(g)[T.b]", "clip", "random_state"):
+        assert needle in text, needle
+    assert "\\begin{tabular}" in res.summary().as_latex()
+    assert "<table" in res.summary().as_html()
+
+
+def test_summary_col_three_models(small_frame, small_bounds):
+    a = fit(small_frame, small_bounds)
+    b = fit(small_frame, small_bounds, sampling="poisson", batch_size=5)
+    orc = dpreg.oracle(FORMULA, small_frame, bounds=small_bounds)
+    table = dpreg.summary_col([orc, a, b], variables=["x", "d"],
+                              model_names=["", "uniform", "poisson"])
+    text = table.as_text()
+    assert text.count("Plug-in") == 4 and text.count("RS") >= 4 and "Oracle" in text
+    assert "x" in table.as_latex() and "<table" in table.as_html()
+
+
+def test_unknown_column_and_non_numeric_outcome(small_frame):
+    with pytest.raises(dpreg.FormulaError, match="nope"):
+        dpreg.dp_ols("y ~ nope", small_frame, mu=1)
+    with pytest.raises(DataError, match="numeric"):
+        dpreg.dp_ols("g ~ x", small_frame, mu=1)
