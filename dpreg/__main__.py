@@ -43,11 +43,13 @@ def cmd_demo(args) -> int:
     import dpreg
 
     sim = dpreg.datasets.simulate_linear(args.n, p=3, intercept=True, random_state=args.seed)
-    bounds = {"y": (-8.0, 8.0), **{f"x{j}": (-4.0, 4.0) for j in (1, 2, 3)}}
+    # Public bounds a researcher would declare from the measurement scales, and a clipping
+    # norm chosen so that a typical residual times a typical row norm is not clipped.
+    bounds = {"y": (-6.0, 6.0), **{f"x{j}": (-3.0, 3.0) for j in (1, 2, 3)}}
     print(f"Simulated linear model, n = {args.n}, true coefficients "
           f"{dict(sim.params.round(3))}, seed {args.seed}\n")
     t0 = time.perf_counter()
-    res = dpreg.dp_ols(sim.formula, sim.data, bounds=bounds, random_state=args.seed,
+    res = dpreg.dp_ols(sim.formula, sim.data, bounds=bounds, clip=6.0, random_state=args.seed,
                        **_budget(args, default_mu=1.0))
     print(res.summary().as_text())
     print(f"\nFitted in {time.perf_counter() - t0:.2f} s.")
@@ -80,7 +82,7 @@ def main(argv=None) -> int:
                                      description="Differentially private regression.")
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="a complete private analysis of simulated data")
-    demo.add_argument("--n", type=int, default=2000)
+    demo.add_argument("--n", type=int, default=3000)
     demo.add_argument("--seed", type=int, default=2024)
     _budget_args(demo)
     demo.set_defaults(func=cmd_demo)

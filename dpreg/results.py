@@ -225,8 +225,23 @@ class DPRegressionResults:
             if inf.note:
                 smry.add_text(inf.note)
         if self.ledger is not None:
-            smry.add_text(self.ledger.as_text())
+            self._add_ledger(smry)
         return smry
+
+    def _add_ledger(self, smry: Summary) -> None:
+        led = self.ledger
+        frame = led.to_frame().set_index("name")
+        frame.index.name = "Privacy ledger"
+        frame = frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
+        smry.add_df(frame.reset_index(), index=False)
+        eps, acct = led.epsilon_rigorous
+        smry.add_dict({
+            "Request:": led.request.describe(),
+            "Total mu (GDP; CLT for subsampled steps):": f"{led.total_mu:.4g}",
+            "(eps, delta) rigorous [headline]:": f"({eps:.4g}, {led.delta:.3g})",
+            "(eps, delta) from GDP-CLT:": f"({led.epsilon_gdp:.4g}, {led.delta:.3g})",
+            "Accountant:": acct,
+        }, ncols=1)
 
     def _params_frame(self, alpha: float) -> pd.DataFrame:
         lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"

@@ -107,6 +107,8 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
     traj_iter = np.empty((n_traj, p))
     inv_denom = 1.0 / settings.denominator(n)
     block = _block_size(m, p)
+    noise_buf = np.empty((block, p))
+    u_buf = np.empty(block * m)
     grad_evals = 0
     t_done = 0
     bar = tqdm(total=T, disable=not progress, desc="DP-SGD", unit="step", leave=False)
@@ -117,8 +119,13 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
                 counts = rng.binomial(n, m / n, size=b).astype(np.int64)
             else:
                 counts = np.full(b, m, dtype=np.int64)
-            u = rng.random(int(counts.sum()))
-            noise = rng.standard_normal((b, p))
+            total = int(counts.sum())
+            if total > u_buf.shape[0]:
+                u_buf = np.empty(total)
+            u = u_buf[:total]
+            rng.random(out=u)  # drawn into reused buffers: no allocation per block
+            noise = noise_buf[:b]
+            rng.standard_normal(out=noise)
             status, done = _kernels.dpsgd_block(
                 X, y, xnorm, family_code, family_c, counts, u, noise, t_done,
                 settings.lr, settings.lr_decay, settings.clip, inv_denom,

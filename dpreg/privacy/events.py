@@ -1,0 +1,172 @@
+"""Frozen descriptions of the mechanisms a fit runs: privacy as data.
+
+An event says everything an accountant needs (sensitivity, noise, adjacency, sampling,
+number of releases) and nothing about the data. Its meaning never changes once it is
+written: accountants only read events, and the ledger only appends them.
+
+Notes
+-----
+Designed after ``dp_accounting.dp_event`` (Google's differential-privacy library):
+an event describes one mechanism completely and is consumed by interchangeable
+accountants. ``to_dp_accounting`` returns the matching ``dp_accounting`` event, whose
+Gaussian noise multiplier is ``noise_std / sensitivity`` with ``sensitivity`` the L2
+distance between the outputs on two neighbouring data sets (the convention of
+``dp_accounting``'s RDP accountant under both neighbouring relations, and of its PLD
+accountant under add/remove; see :mod:`dpreg.privacy.accountants` for the PLD
+accountant's replace-one convention, which differs by a factor of two).
+
+Floating-point Gaussian noise is not safe against side channels that read the low
+bits of the noise (Mironov 2012, "On significance of the least significant bits for
+differential privacy"; diffprivlib ``mechanisms/snapping.py``); dpreg protects the
+released numbers, not such artefacts.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+import dp_accounting
+
+from dpreg.exceptions import OptionError
+from dpreg.privacy.gdp import dpsgd_mu, gaussian_mu
+
+__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS"]
+
+ADJACENCIES = ("replace-one", "add/remove")
+SAMPLINGS = ("none", "uniform", "poisson")
+# The scheme each sampling is analysed under (GDP CLT and dp_accounting alike).
+_SAMPLING_ADJACENCY = {"uniform": "replace-one", "poisson": "add/remove"}
+
+
+def _finite_positive(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise OptionError(f"{name} must be a positive finite number; got {value!r}")
+    if not (math.isfinite(value) and value > 0):
+        raise OptionError(f"{name} must be in (0, inf) and finite; got {value!r}")
+
+
+def _positive_int(name, value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise OptionError(f"{name} must be an integer >= 1; got {value!r}")
+    if int(value) < 1:
+        raise OptionError(f"{name} must be an integer >= 1; got {value!r}")
+
+
+@dataclass(frozen=True)
+class GaussianMechanismEvent:
+    """A (possibly subsampled, possibly repeated) Gaussian mechanism.
+
+    Parameters
+    ----------
+    name : str
+        What was released, e.g. ``"DP-SGD path"``, ``"Hessian A"``.
+    sensitivity : float
+        L2 (Frobenius for matrices) sensitivity of ONE release under ``adjacency``:
+        the largest distance between the outputs on two neighbouring data sets.
+    noise_std : float
+        Standard deviation of the Gaussian noise per coordinate per release.
+    adjacency : {"replace-one", "add/remove"}
+    sampling : {"none", "uniform", "poisson"}
+        ``"uniform"``: a fixed-size batch of ``sample_size`` rows drawn without
+        replacement (analysed under replace-one); ``"poisson"``: each row joins with
+        probability ``sample_size / population`` (analysed under add/remove).
+    sample_size : int or float, optional
+        m for ``"uniform"`` (integer), expected batch size q n for ``"poisson"``.
+    population : int, optional
+        n, public. Required with sampling.
+    count : int
+        Number of self-composed releases (e.g. T steps).
+
+    Notes
+    -----
+    Replace-one vs add/remove changes the sensitivity, not the noise: the clipped
+    gradient sum with clip tau has sensitivity 2 tau under replace-one and tau under
+    add/remove (MATH.md section 3).
+    """
+
+    name: str
+    sensitivity: float
+    noise_std: float
+    adjacency: str
+    sampling: str = "none"
+    sample_size: int | float | None = None
+    population: int | None = None
+    count: int = 1
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise OptionError(f"name must be a non-empty string; got {self.name!r}")
+        _finite_positive("sensitivity", self.sensitivity)
+        _finite_positive("noise_std", self.noise_std)
+        if self.adjacency not in ADJACENCIES:
+            raise OptionError(f"adjacency must be one of {ADJACENCIES}; "
+                              f"got {self.adjacency!r}")
+        if self.sampling not in SAMPLINGS:
+            raise OptionError(f"sampling must be one of {SAMPLINGS}; got {self.sampling!r}")
+        _positive_int("count", self.count)
+        if self.sampling == "none":
+            if self.sample_size is not None and self.population is not None and (
+                    self.sample_size != self.population):
+                raise OptionError("sampling='none' releases use every row: sample_size "
+                                  "must equal population (or be None)")
+            return
+        if self.population is None or self.sample_size is None:
+            raise OptionError(f"sampling={self.sampling!r} needs population (n) and "
+                              "sample_size (m)")
+        _positive_int("population", self.population)
+        if self.sampling == "uniform":
+            _positive_int("sample_size", self.sample_size)
+        else:
+            _finite_positive("sample_size", self.sample_size)
+        if self.sample_size > self.population:
+            raise OptionError(f"sample_size must be in (0, population={self.population}]; "
+                              f"got {self.sample_size!r}")
+        wanted = _SAMPLING_ADJACENCY[self.sampling]
+        if self.adjacency != wanted:
+            raise OptionError(f"sampling={self.sampling!r} is analysed under adjacency="
+                              f"{wanted!r} only; got adjacency={self.adjacency!r}")
+
+    @property
+    def noise_multiplier(self) -> float:
+        """s = noise_std / sensitivity."""
+        return self.noise_std / self.sensitivity
+
+    @property
+    def sample_rate(self) -> float:
+        """q = sample_size / population (1 for ``sampling="none"``)."""
+        if self.sampling == "none":
+            return 1.0
+        return self.sample_size / self.population
+
+    @property
+    def is_subsampled(self) -> bool:
+        """True when some rows may be left out of a release (q < 1)."""
+        return self.sampling != "none" and self.sample_rate < 1.0
+
+    def mu(self) -> float:
+        """GDP parameter: exact for full batches, the CLT of :func:`dpsgd_mu` otherwise."""
+        if not self.is_subsampled:
+            return gaussian_mu(self.sensitivity, self.noise_std, self.count)
+        return dpsgd_mu(self.population, self.sample_size, self.count,
+                        self.noise_multiplier, self.sampling)
+
+    def to_dp_accounting(self) -> dp_accounting.DpEvent:
+        """The same mechanism as a ``dp_accounting`` event.
+
+        Returns ``GaussianDpEvent(s)`` (``SelfComposedDpEvent`` of it when
+        ``count > 1``), ``SelfComposedDpEvent(PoissonSampledDpEvent(q,
+        GaussianDpEvent(s)), count)`` or ``SelfComposedDpEvent(
+        SampledWithoutReplacementDpEvent(n, m, GaussianDpEvent(s)), count)``, with
+        ``s = noise_std / sensitivity`` (see the module notes for the convention).
+        """
+        base = dp_accounting.GaussianDpEvent(self.noise_multiplier)
+        if self.is_subsampled and self.sampling == "poisson":
+            base = dp_accounting.PoissonSampledDpEvent(self.sample_rate, base)
+        elif self.is_subsampled:
+            base = dp_accounting.SampledWithoutReplacementDpEvent(
+                int(self.population), int(self.sample_size), base)
+        if self.count == 1:
+            return base
+        return dp_accounting.SelfComposedDpEvent(base, int(self.count))
