@@ -163,7 +163,9 @@ class DPRegression:
         -----
         Defaults use public quantities only. ``batch_size`` and ``steps`` follow the
         paper's regime ``c = m sqrt(T)/n = 1``: ``m = 1, T = n^2`` while ``n^2 <= 5e7``,
-        else ``m = ceil(n^2/5e7)`` and ``T = (n/m)^2`` (bounded work, same ``c``).
+        else ``m = ceil(n^2/5e7)`` and ``T = (n/m)^2`` (bounded work, same ``c``), and
+        never fewer than ``min(50 n, 5e7/m)`` steps (see
+        :func:`dpreg.engines.default_schedule`).
         ``x_bound`` comes from the declared bounds (an intercept or a dummy column is
         bounded by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's
         declared bounds, so that a residual up to half the outcome's range is not
@@ -283,12 +285,11 @@ class DPRegression:
                            f"{clip:.4g} (a unit residual). Declare bounds or clip=",
                            opts.strict)
         lr = opts.lr if opts.lr is not None else 1.0 / x_bound ** 2
-        m_def, t_def = default_schedule(n)
-        batch_size = opts.batch_size or m_def
-        if batch_size > n:
-            raise OptionError(f"batch_size = {batch_size} exceeds the number of rows n = {n}")
-        steps = opts.steps or (t_def if opts.batch_size is None
-                               else max(1, int(round((n / batch_size) ** 2))))
+        if opts.batch_size is not None and opts.batch_size > n:
+            raise OptionError(f"batch_size = {opts.batch_size} exceeds the number of rows "
+                              f"n = {n}")
+        batch_size, t_def = default_schedule(n, opts.batch_size)
+        steps = opts.steps or t_def
         rs = opts.random_state
         if rs is None:
             seed = int(np.random.SeedSequence().entropy % (2 ** 63))

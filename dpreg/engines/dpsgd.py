@@ -53,17 +53,20 @@ class SGDSettings:
         return self.steps * self.batch_size / n
 
 
-def default_schedule(n: int, work: int = DEFAULT_WORK) -> tuple[int, int]:
-    """Default ``(batch_size, steps)``: the paper's regime ``c = m sqrt(T) / n = 1``.
+def default_schedule(n: int, batch_size: int | None = None,
+                     work: int = DEFAULT_WORK) -> tuple[int, int]:
+    """Default ``(batch_size, steps)`` from public ``n`` (and a user's batch size).
 
-    With ``n^2 <= work`` this is ``m = 1, T = n^2`` (the paper's choice, Section 6).
-    For larger ``n`` the batch grows, ``m = ceil(n^2 / work)``, and ``T = (n / m)^2``,
-    which keeps ``c = 1`` (and so the privacy cost per unit of noise) fixed while
-    bounding the work ``T m`` (Corollary 3 of the dpsgd-inference paper).
+    The paper's regime is ``c = m sqrt(T) / n = 1``: ``m = 1, T = n^2`` while
+    ``n^2 <= work`` (Section 6 of the dpsgd-inference paper); for larger ``n`` the batch
+    grows, ``m = ceil(n^2 / work)``, so that ``T m`` stays bounded at the same ``c``.
+    Steps are never fewer than ``min(50 n, work / m)``: with a large batch ``(n/m)^2``
+    can be below ``n`` (``k = T/n < 1``), too few for averaged SGD to converge and for the
+    functional CLT behind random scaling; ``T = 50 n`` is the regime of MATH.md's check.
     """
-    m = max(1, math.ceil(n * n / work))
-    steps = max(1, int(round((n / m) ** 2)))
-    return m, steps
+    m = batch_size if batch_size is not None else max(1, math.ceil(n * n / work))
+    steps = max(int(round((n / m) ** 2)), min(50 * n, work // m))
+    return m, max(1, steps)
 
 
 def _block_size(batch_size: int, p: int) -> int:
