@@ -49,7 +49,8 @@ def test_plugin_standard_errors_estimate_theorem2_variance(small_frame, small_bo
     model = dpreg.DPRegression.from_formula(FORMULA, small_frame, bounds=small_bounds)
     X, y = model.design.exog, np.clip(model.design.endog, -3, 5)
     n, lin = len(y), get_family("linear")
-    A = hessian_matrix(X, y, res.params.to_numpy(), lin, res.settings["x_bound"])
+    A = hessian_matrix(X, y, res.params.to_numpy(), lin, res.settings["x_bound"],
+                       res.settings["clip"])
     S = score_matrix(X, y, res.params.to_numpy(), lin, res.settings["clip"])
     Ainv = np.linalg.inv(A)
     V = Ainv @ S @ Ainv

@@ -116,11 +116,21 @@ def d2loss(code, y, eta, c):
 
 
 @njit(cache=True)
-def hessian_weights(X, y, code, c, theta, out):
-    """``out[i] = d2loss(y_i, x_i' theta)`` for every row."""
+def hessian_weights(X, y, xnorm, code, c, theta, clip, out):
+    """Hessian weight of the *clipped* objective for every row.
+
+    ``out[i] = d2loss(y_i, x_i' theta)`` where the per-example gradient is not clipped,
+    and 0 where it is: a clipped gradient ``clip * sign(psi) x / ||x||`` does not change
+    with theta, so DP-SGD solves a clipped M-estimation problem whose Hessian only
+    counts unclipped rows (clipping turns the squared loss into a Huber loss, dpgd
+    paper s.2.5).
+    """
     n, p = X.shape
     for i in range(n):
         eta = 0.0
         for j in range(p):
             eta += X[i, j] * theta[j]
-        out[i] = d2loss(code, y[i], eta, c)
+        if abs(dloss(code, y[i], eta, c)) * xnorm[i] > clip:
+            out[i] = 0.0
+        else:
+            out[i] = d2loss(code, y[i], eta, c)

@@ -25,11 +25,17 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     return X * scale[:, None]
 
 
-def hessian_matrix(X, y, theta, family, x_bound: float) -> np.ndarray:
-    """``n^{-1} sum_i l''(y_i, x_i' theta) x~_i x~_i^T`` with rows clipped to ``x_bound``."""
+def hessian_matrix(X, y, theta, family, x_bound: float, clip: float) -> np.ndarray:
+    """Hessian of the clipped objective, ``n^{-1} sum_i w_i x~_i x~_i^T``.
+
+    ``w_i = l''(y_i, x_i' theta)`` for rows whose gradient is not clipped at ``clip`` and
+    0 for the others (see :func:`dpreg.engines._kernels.hessian_weights`); rows are
+    clipped to norm ``x_bound`` so that the sensitivity is ``2 hess_bound x_bound^2 / n``.
+    """
     Xc = clip_rows(X, x_bound)
+    xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
     w = np.empty(X.shape[0])
-    _kernels.hessian_weights(X, y, family.code, 0.0, np.asarray(theta, float), w)
+    _kernels.hessian_weights(X, y, xnorm, family.code, 0.0, np.asarray(theta, float), clip, w)
     w = np.clip(w, 0.0, family.hess_bound)
     return (Xc * w[:, None]).T @ Xc / X.shape[0]
 

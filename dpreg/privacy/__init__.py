@@ -6,13 +6,30 @@ forms live in :mod:`dpreg.privacy.gdp`; the rigorous (epsilon, delta) comes from
 Google's ``dp_accounting`` (:mod:`dpreg.privacy.accountants`).
 """
 
-from dpreg.privacy.accountants import (rigorous_delta, rigorous_epsilon, rigorous_rdp_curve,
-                                       zcdp_rho_upper)
-from dpreg.privacy.calibration import (Calibration, calibrate_gaussian_noise,
-                                       calibrate_mu_scale, calibrate_to_budget)
+from dpreg.privacy.accountants import (
+                                       rigorous_delta,
+                                       rigorous_epsilon,
+                                       rigorous_rdp_curve,
+                                       zcdp_rho_upper,
+)
+from dpreg.privacy.calibration import (
+                                       Calibration,
+                                       calibrate_gaussian_noise,
+                                       calibrate_mu_scale,
+                                       calibrate_to_budget,
+)
 from dpreg.privacy.events import GaussianMechanismEvent
-from dpreg.privacy.gdp import (calibrate_dpsgd, dpsgd_mu, epsilon_to_mu, gaussian_mu,
-                               mu_to_delta, mu_to_epsilon, mu_to_rho, rho_to_epsilon, rho_to_mu)
+from dpreg.privacy.gdp import (
+                                       calibrate_dpsgd,
+                                       dpsgd_mu,
+                                       epsilon_to_mu,
+                                       gaussian_mu,
+                                       mu_to_delta,
+                                       mu_to_epsilon,
+                                       mu_to_rho,
+                                       rho_to_epsilon,
+                                       rho_to_mu,
+)
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import PrivacyRequest, split_budget
 

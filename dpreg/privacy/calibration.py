@@ -14,9 +14,12 @@ Notes
   delta) = epsilon``; the promise holds under the rigorous accountant (PLD or RDP of
   dp_accounting), not under the CLT.
 * rho request: ``mu_scale`` solves ``zcdp_rho_upper(builder(mu_scale)) = rho``.
+  Subsampling does not amplify zCDP (see :func:`zcdp_rho_upper`): a rho request
+  charges each subsampled step as an unsampled one, so for DP-SGD it needs far more
+  noise than a mu or (epsilon, delta) request of similar strength.
 
-Roots are found by Brent's method on ``log mu_scale`` inside a bracket that expands
-geometrically from the GDP guess (within a factor 1e8 either way). The PLD grid is held
+Roots are found on ``log mu_scale`` by regula falsi (Illinois) inside a bracket that
+expands geometrically from the GDP guess (within a factor 1e8 either way). The PLD grid is held
 fixed while solving (so that the function is smooth) and re-checked at the root; the
 returned events never exceed the request (the scale is nudged down by 1e-10 relative
 steps if round-off lands just above it).
@@ -29,8 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dpreg.exceptions import BudgetExceededError, DPRegError, OptionError
-from dpreg.privacy.accountants import (accountant_kind, pld_discretization, rigorous_epsilon,
-                                       zcdp_rho_upper)
+from dpreg.privacy.accountants import (
+    accountant_kind,
+    pld_discretization,
+    rigorous_epsilon,
+    zcdp_rho_upper,
+)
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
@@ -98,31 +105,32 @@ def _spend(request, events, vdi):
 def _solve(f, x0, ftol):
     """x with -ftol <= f(log x) <= 0 for an increasing f.
 
-    An expanding bracket around log x0, then the Illinois variant of regula falsi aimed
-    at -ftol/2. It stops as soon as f lands in the window, or when the bracket is
-    narrower than 1e-10, returning its lower end (f < 0: under budget): the PLD epsilon
-    is smooth only to ~1e-7 and jumps by up to ~1e-6 (relative) where the grid's
-    support moves, so a root to machine precision may not exist.
+    A bracket from log x0 and a step of -f(log x0) (the log-log slope of every
+    budget unit in the scale is between 1 and 2), doubled until the sign changes;
+    then the Illinois variant of regula falsi aimed at -ftol/2. It stops as soon as f
+    lands in the window, or when the bracket is narrower than 1e-10, returning its
+    lower end (f < 0: under budget): the PLD epsilon is smooth only to ~1e-7 and jumps
+    by up to ~1e-6 (relative) where the grid's support moves, so a root to machine
+    precision may not exist.
     """
     def g(log_x):
         return f(log_x) + ftol / 2
 
     x_start = math.log(x0)
-    a = b = x_start
-    ga = gb = g(a)
-    step = math.log(1.05)
-    while not (ga <= 0.0 <= gb):
-        if abs(ga) <= ftol / 2:
-            return math.exp(a)
-        if max(abs(b - x_start), abs(a - x_start)) > _RANGE:
+    a, ga = x_start, g(x_start)
+    if abs(ga) <= ftol / 2:
+        return x0
+    step = -ga if abs(ga) > 1e-3 else math.copysign(1e-3, -ga)  # log-log slope ~1 to 2
+    b, gb = a + step, g(a + step)
+    while (ga > 0) == (gb > 0):
+        if abs(gb) <= ftol / 2:
+            return math.exp(b)
+        a, ga, step = b, gb, 2.0 * step
+        if abs(a + step - x_start) > _RANGE:
             return None
-        if ga > 0:
-            b, gb, a = a, ga, a - step
-            ga = g(a)
-        else:
-            a, ga, b = b, gb, b + step
-            gb = g(b)
-        step *= 2.0
+        b, gb = a + step, g(a + step)
+    if a > b:
+        a, ga, b, gb = b, gb, a, ga
     side = 0
     for _ in range(200):
         if abs(ga) <= ftol / 2:
@@ -177,15 +185,20 @@ def calibrate_mu_scale(request: PrivacyRequest, builder: Builder) -> Calibration
         return Calibration(target, events, total, "GDP composition")
     guess = (rho_to_mu(target) if request.unit == "rho"
              else epsilon_to_mu(target, request.delta))
-    vdi, scale = None, guess
+    memo = {}  # scale -> ((spent, accountant), grid) of every evaluation
+
+    def grid(events):  # the PLD grid rigorous_epsilon would choose (None: not PLD)
+        pld = request.unit == "epsilon-delta" and accountant_kind(events) == "pld"
+        return pld_discretization(events) if pld else None
+
+    scale = guess
     for _ in range(4):  # PLD grid fixed while solving, then re-checked at the root
-        if request.unit == "epsilon-delta":
-            events = _build(builder, scale, request)
-            vdi = pld_discretization(events) if accountant_kind(events) == "pld" else None
+        vdi = grid(_build(builder, scale, request))
 
         def f(log_m, vdi=vdi):
-            spent = _spend(request, _build(builder, math.exp(log_m), request), vdi)[0]
-            return math.log(max(spent, 1e-300)) - math.log(target)
+            m = math.exp(log_m)
+            memo[m] = (_spend(request, _build(builder, m, request), vdi), vdi)
+            return math.log(max(memo[m][0][0], 1e-300)) - math.log(target)
 
         scale = _solve(f, scale, _FTOL[request.unit])
         if scale is None:
@@ -193,10 +206,14 @@ def calibrate_mu_scale(request: PrivacyRequest, builder: Builder) -> Calibration
                 f"no GDP scale within a factor 1e8 of {guess:.6g} meets "
                 f"{request.describe()}: the budget is too small (or too large) to run")
         events = _build(builder, scale, request)
-        if vdi is None or accountant_kind(events) != "pld" or pld_discretization(events) == vdi:
+        if grid(events) == vdi:
             break
     for k in range(60):  # never above the request, whatever the round-off
-        spent, name = _spend(request, events, None)
+        hit = memo.get(scale)
+        if hit is not None and hit[1] == grid(events):
+            spent, name = hit[0]
+        else:
+            spent, name = _spend(request, events, None)
         if spent <= target:
             return Calibration(scale, events, spent, name)
         scale *= 1.0 - 1e-10 * 2 ** k

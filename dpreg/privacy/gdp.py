@@ -167,12 +167,12 @@ def dpsgd_mu(n, batch_size, steps, noise_multiplier, sampling="uniform"):
     return float(mu) if mu.ndim == 0 else mu
 
 
-def _expanding_root(f, x0, *, grow=4.0, max_expand=200, xtol=1e-14):
+def _expanding_root(f, x0, *, grow=4.0, xtol=1e-14):
     """Root of an increasing function f of log x, searching outwards from log x0."""
     lo = hi = math.log(x0)
     f_lo = f_hi = f(lo)
     step = math.log(grow)
-    for _ in range(max_expand):
+    for _ in range(200):
         if f_lo <= 0.0 <= f_hi:
             break
         if f_lo > 0:
@@ -192,26 +192,16 @@ def _expanding_root(f, x0, *, grow=4.0, max_expand=200, xtol=1e-14):
 
 
 def calibrate_dpsgd(mu, n, batch_size, steps, sampling="uniform"):
-    """Noise multiplier s such that ``dpsgd_mu(n, batch_size, steps, s, sampling) == mu``.
+    """Noise multiplier s with ``dpsgd_mu(n, batch_size, steps, s, sampling) == mu``.
 
-    Parameters
-    ----------
-    mu : float
-        Target GDP parameter, > 0 and finite.
-    n, batch_size, steps, sampling
-        As in :func:`dpsgd_mu`.
-
-    Returns
-    -------
-    float
-        s, solving the equation to about 1e-13 relative (exact ``sqrt(T)/mu`` for full
-        batches).
+    ``mu`` > 0 is the target; the other parameters are as in :func:`dpsgd_mu`. Returns s
+    to about 1e-13 relative (exactly ``sqrt(T)/mu`` for full batches).
 
     Notes
     -----
-    mu is strictly decreasing in s (from inf to 0), so the root exists and is unique;
-    it is found by Brent's method on ``log mu(log s) - log mu`` inside a bracket that
-    expands geometrically from the small-q approximation ``s0 = c / mu``.
+    mu decreases strictly in s (from inf to 0), so the root exists and is unique; it is
+    found by Brent's method on ``log mu(log s) - log mu`` in a bracket that expands
+    geometrically from the small-q approximation ``s0 = c / mu``.
     """
     mu = float(_positive("mu", mu, err=BudgetExceededError))
     n_, m_, t_ = _check_dpsgd(n, batch_size, steps, sampling)
@@ -283,16 +273,9 @@ def _log_delta(mu, eps):
 def mu_to_delta(mu, epsilon):
     """delta(epsilon) of a mu-GDP mechanism (Dong, Roth and Su 2022, Cor. 2.13).
 
-    Parameters
-    ----------
-    mu : float or array_like, > 0
-    epsilon : float or array_like, >= 0
-
-    Returns
-    -------
-    float or ndarray
-        ``Phi(-eps/mu + mu/2) - exp(eps) Phi(-eps/mu - mu/2)``, computed without
-        cancellation (see ``_log_delta``), so tiny deltas keep their relative accuracy.
+    ``Phi(-eps/mu + mu/2) - exp(eps) Phi(-eps/mu - mu/2)`` for mu > 0 and epsilon >= 0
+    (floats or arrays), computed without cancellation (see ``_log_delta``), so tiny
+    deltas keep their relative accuracy.
     """
     mu = _positive("mu", mu, allow_inf=True)
     eps = np.asarray(epsilon, dtype=float)
@@ -317,18 +300,8 @@ def _check_delta(delta):
 def mu_to_epsilon(mu, delta):
     """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
 
-    Parameters
-    ----------
-    mu : float
-        > 0; ``inf`` gives ``inf``.
-    delta : float
-        In (0, 1).
-
-    Returns
-    -------
-    float
-        epsilon solving ``mu_to_delta(mu, epsilon) == delta``; 0 when
-        ``delta >= delta(0) = 2 Phi(mu/2) - 1``.
+    For mu > 0 (``inf`` gives ``inf``) and delta in (0, 1): the epsilon solving
+    ``mu_to_delta(mu, epsilon) == delta``, or 0 when ``delta >= 2 Phi(mu/2) - 1``.
 
     Notes
     -----
@@ -355,21 +328,11 @@ def mu_to_epsilon(mu, delta):
 
 
 def epsilon_to_mu(epsilon, delta):
-    """The mu such that mu-GDP is exactly (epsilon, delta)-DP at this delta.
+    """The mu such that mu-GDP is exactly (epsilon, delta)-DP (inverse of mu_to_epsilon).
 
-    Parameters
-    ----------
-    epsilon : float
-        > 0 and finite.
-    delta : float
-        In (0, 1).
-
-    Returns
-    -------
-    float
-        mu solving ``mu_to_delta(mu, epsilon) == delta`` (delta increases in mu), found
-        by Brent's method on log mu in a bracket expanding from ``epsilon /
-        sqrt(2 log(1/delta))``. Inverse of :func:`mu_to_epsilon`.
+    For epsilon > 0 and delta in (0, 1): mu solving ``mu_to_delta(mu, epsilon) ==
+    delta`` (delta increases in mu), by Brent's method on log mu in a bracket expanding
+    from ``epsilon / sqrt(2 log(1/delta))``.
     """
     eps = float(_positive("epsilon", epsilon, err=BudgetExceededError))
     delta = _check_delta(delta)
