@@ -223,6 +223,10 @@ class DPRegression:
         out = run_dpsgd(X, y, family_code=family.code, family_c=0.0, settings=settings,
                         theta0=theta0, rng=rng_path, progress=opts.progress)
         inferences, cov, notes = self._inference(out, settings, by_name, pub, rng_matrix)
+        if request.unit == "rho":
+            notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
+                      "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "
+                      "mu or (epsilon, delta) request of similar strength).",)
         if opts.diagnostics:
             self._leak("diagnostics=True attaches the count of clipped gradients, a "
                        "non-private statistic of the data", opts.strict)
