@@ -42,6 +42,12 @@ def _check_frame(data: Any) -> pd.DataFrame:
     return data
 
 
+def _missing_columns(formula: str, data: pd.DataFrame) -> list[str]:
+    """Columns named in the formula that have missing values (for error messages)."""
+    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula))
+    return [str(c) for c in data.columns if str(c) in words and data[c].isna().any()]
+
+
 def _patsy_call(fn, *args, **kwargs):
     """Call patsy and translate its errors into dpreg's documented classes."""
     try:
@@ -121,6 +127,12 @@ def build_design(formula: str, data, *, missing: str = "drop",
     env = patsy.EvalEnvironment.capture(eval_env + 1)
     env = env.with_outer_namespace({"np": np})
     na_action = patsy.NAAction(on_NA=missing)
+    if missing == "raise":
+        cols = _missing_columns(formula, data)
+        if cols:
+            counts = {c: int(data[c].isna().sum()) for c in cols}
+            raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
+                            "missing='drop' to drop incomplete rows, or fill them")
     y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
                              NA_action=na_action, return_type="dataframe")
     if y_df.shape[1] != 1:

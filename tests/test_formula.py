@@ -28,7 +28,7 @@ def test_missing_drop_counts_and_raise_names_problem(small_frame):
     df.loc[5, "y"] = np.nan
     d = build_design("y ~ x", df)
     assert d.n_dropped == 4 and d.nobs == len(df) - 4
-    with pytest.raises(DataError, match="missing"):
+    with pytest.raises(DataError, match="'x': 3"):
         build_design("y ~ x", df, missing="raise")
     with pytest.raises(OptionError, match="missing"):
         build_design("y ~ x", df, missing="zero")
