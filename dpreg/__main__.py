@@ -73,7 +73,8 @@ def cmd_fit(args) -> int:
 def cmd_replicate(args) -> int:
     from dpreg.replicate import replicate_star
 
-    print(replicate_star(path=args.data, mu=args.mu, seed=args.seed, fmt=args.format))
+    print(replicate_star(path=args.data, mu=args.mu, seed=args.seed, fmt=args.format,
+                         runs=args.runs))
     return 0
 
 
@@ -109,6 +110,8 @@ def main(argv=None) -> int:
     rep.add_argument("--mu", type=float, default=2.0)
     rep.add_argument("--seed", type=int, default=20250101)
     rep.add_argument("--format", choices=["text", "latex", "html"], default="text")
+    rep.add_argument("--runs", type=int, default=1,
+                     help="also show the spread of the private rows over this many seeds")
     rep.set_defaults(func=cmd_replicate)
 
     args = parser.parse_args(argv)

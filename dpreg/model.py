@@ -141,7 +141,7 @@ class DPRegression:
             Public bound on the L2 norm of a design row (default: from ``bounds``).
         budget_split : dict, optional
             Shares of the budget (of ``mu^2`` in GDP, of ``rho`` in zCDP) for ``"path"``,
-            ``"hessian"``, ``"score"``. Default ``{"path": 0.8, "hessian": 0.1,
+            ``"hessian"``, ``"score"``. Default ``{"path": 0.6, "hessian": 0.3,
             "score": 0.1}``; ``{"path": 1.0}`` spends nothing on plug-in matrices
             (random scaling without finite-sample correction).
         random_state : int or numpy.random.Generator, optional

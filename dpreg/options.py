@@ -16,6 +16,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpreg.exceptions import OptionError
+from dpreg.privacy.request import split_budget
 
 __all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES", "SAMPLINGS"]
 
@@ -24,7 +25,10 @@ PLANNED_ENGINES = ("ldp_sgd", "dpgd", "adassp")
 COV_TYPES = ("plugin", "rs")
 SAMPLINGS = ("uniform", "poisson")
 MODEL_OPTIONS = ("family", "missing", "bounds", "eval_env")
-DEFAULT_BUDGET_SPLIT = {"path": 0.8, "hessian": 0.1, "score": 0.1}
+#: Shares of mu^2 (GDP) or rho (zCDP). The Hessian gets a large share because its noise
+#: enters the plug-in variance through A^{-2}: on STAR (mu = 2, 16 seeds) this split gave
+#: plug-in s.e. closer to the run-to-run spread and less variable than 0.8/0.1/0.1.
+DEFAULT_BUDGET_SPLIT = {"path": 0.6, "hessian": 0.3, "score": 0.1}
 
 
 @dataclass(frozen=True)
@@ -80,28 +84,27 @@ class FitOptions:
             raise OptionError(f"random_state must be non-negative, got {rs}")
 
     def split(self) -> dict[str, float]:
-        """The validated budget split (fractions of mu^2 or rho; they sum to 1)."""
+        """The validated budget split (shares of mu^2 or rho; they sum to 1).
+
+        Shares are validated by :func:`dpreg.privacy.request.split_budget`; here only the
+        model's rules are added: known keys, a share for the path, and both plug-in
+        matrices or neither. A share of exactly 0 drops the mechanism.
+        """
         split = DEFAULT_BUDGET_SPLIT if self.budget_split is None else self.budget_split
         if not isinstance(split, Mapping) or not split:
             raise OptionError("budget_split must be a non-empty dict such as "
                               f"{DEFAULT_BUDGET_SPLIT}")
-        out = {}
-        for key, w in split.items():
-            if key not in DEFAULT_BUDGET_SPLIT:
-                raise OptionError(f"budget_split has unknown key {key!r}; keys are "
-                                  f"{sorted(DEFAULT_BUDGET_SPLIT)}")
-            if not isinstance(w, numbers.Real) or not math.isfinite(w) or w < 0:
-                raise OptionError(f"budget_split[{key!r}] must be a finite number >= 0, got {w!r}")
-            if w > 0:
-                out[key] = float(w)
+        unknown = [k for k in split if k not in DEFAULT_BUDGET_SPLIT]
+        if unknown:
+            raise OptionError(f"budget_split has unknown key(s) {unknown}; keys are "
+                              f"{sorted(DEFAULT_BUDGET_SPLIT)}")
+        out = split_budget({k: w for k, w in split.items()
+                            if not (isinstance(w, numbers.Real) and w == 0)})
         if "path" not in out:
             raise OptionError("budget_split must give the DP-SGD path a positive share ('path')")
         if ("hessian" in out) != ("score" in out):
             raise OptionError("budget_split must give both 'hessian' and 'score' a share (the "
                               "plug-in needs both matrices) or neither (random scaling only)")
-        total = sum(out.values())
-        if abs(total - 1) > 1e-9:
-            raise OptionError(f"budget_split shares must sum to 1, got {total:g}")
         return out
 
 
