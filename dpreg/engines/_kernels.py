@@ -22,6 +22,20 @@ def dloss(code, y, eta, c):
 
 
 @njit(cache=True)
+def clipped_psi(X, y, xnorm, i, code, c, theta, clip):
+    """``(psi, clipped)``: the loss derivative of row ``i`` at ``theta``, scaled so that
+    the per-example gradient ``psi * x_i`` has norm at most ``clip``."""
+    eta = 0.0
+    for j in range(X.shape[1]):
+        eta += X[i, j] * theta[j]
+    g = dloss(code, y[i], eta, c)
+    gn = abs(g) * xnorm[i]
+    if gn > clip:
+        return g * (clip / gn), True
+    return g, False
+
+
+@njit(cache=True)
 def dpsgd_block(X, y, xnorm, code, c, counts, u, noise, t0, lr, lr_decay, clip,
                 inv_denom, noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
                 traj_stride, traj_avg, traj_iter, clip_count):
@@ -57,13 +71,8 @@ def dpsgd_block(X, y, xnorm, code, c, counts, u, noise, t0, lr, lr_decay, clip,
             perm[r] = perm[jj]
             perm[jj] = tmp
             i = perm[r]
-            eta = 0.0
-            for j in range(p):
-                eta += X[i, j] * theta[j]
-            g = dloss(code, y[i], eta, c)
-            gn = abs(g) * xnorm[i]
-            if gn > clip:
-                g *= clip / gn
+            g, clipped = clipped_psi(X, y, xnorm, i, code, c, theta, clip)
+            if clipped:
                 clip_count[0] += 1
             for j in range(p):
                 gbuf[j] += g * X[i, j]
@@ -96,13 +105,7 @@ def clipped_gradients(X, y, xnorm, code, c, theta, clip, out):
     """Per-example gradients at ``theta``, each clipped to norm ``clip`` (rows of ``out``)."""
     n, p = X.shape
     for i in range(n):
-        eta = 0.0
-        for j in range(p):
-            eta += X[i, j] * theta[j]
-        g = dloss(code, y[i], eta, c)
-        gn = abs(g) * xnorm[i]
-        if gn > clip:
-            g *= clip / gn
+        g, _ = clipped_psi(X, y, xnorm, i, code, c, theta, clip)
         for j in range(p):
             out[i, j] = g * X[i, j]
 
@@ -127,10 +130,11 @@ def hessian_weights(X, y, xnorm, code, c, theta, clip, out):
     """
     n, p = X.shape
     for i in range(n):
-        eta = 0.0
-        for j in range(p):
-            eta += X[i, j] * theta[j]
-        if abs(dloss(code, y[i], eta, c)) * xnorm[i] > clip:
+        _, clipped = clipped_psi(X, y, xnorm, i, code, c, theta, clip)
+        if clipped:
             out[i] = 0.0
         else:
+            eta = 0.0
+            for j in range(p):
+                eta += X[i, j] * theta[j]
             out[i] = d2loss(code, y[i], eta, c)
