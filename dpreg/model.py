@@ -164,14 +164,15 @@ class DPRegression:
         Defaults use public quantities only. ``batch_size`` and ``steps`` follow the
         paper's regime ``c = m sqrt(T)/n = 1``: ``m = 1, T = n^2`` while ``n^2 <= 5e7``,
         else ``m = ceil(n^2/5e7)`` and ``T = (n/m)^2`` (bounded work, same ``c``), and
-        never fewer than ``min(50 n, 5e7/m)`` steps (see
+        never fewer than ``min(200 n, 5e7/m)`` steps (see
         :func:`dpreg.engines.default_schedule`).
         ``x_bound`` comes from the declared bounds (an intercept or a dummy column is
         bounded by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's
         declared bounds, so that a residual up to half the outcome's range is not
-        clipped. ``lr = 4 / x_bound^2``: larger steps mix faster, which random scaling
-        needs, and clipping keeps every step bounded (chosen on the validation designs,
-        where ``1 / x_bound^2`` made random-scaling intervals undercover for m > 1).
+        clipped. ``lr = 1 / x_bound^2``, which makes every single-example step a
+        contraction; larger steps let the noisy iterates wander into the clipping
+        region, where the path's effective Hessian is smaller than the plug-in's and
+        plug-in intervals undercover (measured in the validation runs).
         """
         from dpreg.options import check_known
 
@@ -289,7 +290,7 @@ class DPRegression:
                            f"clip given: gradients are clipped at clip = x_bound = "
                            f"{clip:.4g} (a unit residual). Declare bounds or clip=",
                            opts.strict)
-        lr = opts.lr if opts.lr is not None else 4.0 / x_bound ** 2
+        lr = opts.lr if opts.lr is not None else 1.0 / x_bound ** 2
         if opts.batch_size is not None and opts.batch_size > n:
             raise OptionError(f"batch_size = {opts.batch_size} exceeds the number of rows "
                               f"n = {n}")

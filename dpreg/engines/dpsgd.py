@@ -21,6 +21,9 @@ __all__ = ["SGDSettings", "run_dpsgd", "default_schedule"]
 
 #: Default number of per-example gradient evaluations (T * m) of one fit.
 DEFAULT_WORK = 50_000_000
+#: Steps are at least MIN_EPOCHS_K * n (work permitting): random scaling needs T large
+#: against the mixing time sqrt(T) / (lr lambda_min) of the iterates.
+MIN_EPOCHS_K = 200
 #: Snapshots kept of the path for plots.
 TRAJECTORY_POINTS = 2000
 
@@ -60,12 +63,14 @@ def default_schedule(n: int, batch_size: int | None = None,
     The paper's regime is ``c = m sqrt(T) / n = 1``: ``m = 1, T = n^2`` while
     ``n^2 <= work`` (Section 6 of the dpsgd-inference paper); for larger ``n`` the batch
     grows, ``m = ceil(n^2 / work)``, so that ``T m`` stays bounded at the same ``c``.
-    Steps are never fewer than ``min(50 n, work / m)``: with a large batch ``(n/m)^2``
+    Steps are never fewer than ``min(200 n, work / m)``: with a large batch ``(n/m)^2``
     can be below ``n`` (``k = T/n < 1``), too few for averaged SGD to converge and for the
-    functional CLT behind random scaling; ``T = 50 n`` is the regime of MATH.md's check.
+    functional CLT behind random scaling, which needs ``T`` large against the mixing
+    time ``sqrt(T) / (lr lambda_min)`` of the iterates. More steps cost no accuracy:
+    the noise multiplier grows like ``sqrt(T)`` and the privacy variance like ``s^2/T``.
     """
     m = batch_size if batch_size is not None else max(1, math.ceil(n * n / work))
-    steps = max(int(round((n / m) ** 2)), min(50 * n, work // m))
+    steps = max(int(round((n / m) ** 2)), min(MIN_EPOCHS_K * n, work // m))
     return m, max(1, steps)
 
 

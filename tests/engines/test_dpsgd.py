@@ -123,6 +123,6 @@ def test_default_schedule_keeps_c_equal_one():
     m, T = default_schedule(100_000)
     assert m > 1 and abs(m * np.sqrt(T) / 100_000 - 1) < 1e-3
     assert m * T <= 5e7 * 1.01
-    # a user's large batch never gets fewer than 50 n steps (work permitting)
-    assert default_schedule(1000, 50) == (50, 50_000)
-    assert default_schedule(1000, 10) == (10, 50_000)
+    # a user's large batch never gets fewer than 200 n steps (work permitting)
+    assert default_schedule(1000, 50) == (50, 200_000)
+    assert default_schedule(1000, 10) == (10, 200_000)
