@@ -17,6 +17,8 @@ os.environ.setdefault("NUMBA_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from dpreg.engines import SGDSettings, run_dpsgd  # noqa: E402
+from dpreg.families import Objective  # noqa: E402
+from dpreg.families.linear import LINEAR  # noqa: E402
 
 N, P = 1399, 8
 
@@ -34,7 +36,8 @@ def settings(m=1, steps=N * N):
 
 
 def run(X, y, s, seed=1):
-    return run_dpsgd(X, y, family_code=0, family_c=0.0, settings=s, theta0=np.zeros(P),
+    return run_dpsgd(X, y, objective=Objective(LINEAR, np.inf, 0.5, np.ones(len(y)), False),
+                     settings=s, theta0=np.zeros(P),
                      rng=np.random.default_rng(seed))
 
 

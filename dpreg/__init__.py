@@ -6,7 +6,7 @@ privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
 
 from dpreg import datasets, privacy
-from dpreg.api import dp_ols
+from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.exceptions import (BudgetExceededError, ConvergenceError, ConvergenceWarning,
                               DataError, DatasetNotFoundError, DPRegError, FormulaError,
                               OptionError, PrivacyLeakError, PrivacyLeakWarning)
@@ -18,7 +18,7 @@ from dpreg.summary import summary_col
 __version__ = "0.1.0"
 
 __all__ = [
-    "dp_ols", "DPRegression", "DPRegressionResults", "oracle", "summary_col", "datasets",
+    "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "DPRegression", "DPRegressionResults", "oracle", "summary_col", "datasets",
     "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
     "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",
     "PrivacyLeakWarning", "ConvergenceWarning",

@@ -39,6 +39,22 @@ def _parse_bounds(items) -> dict:
     return bounds
 
 
+def _parse_levels(items, data) -> dict:
+    """``NAME=A,B,C`` -> {NAME: [A, B, C]} with tokens cast to the column's type."""
+    levels = {}
+    for item in items or []:
+        name, _, rest = item.partition("=")
+        if not rest or name not in data.columns:
+            raise SystemExit(f"--levels expects COLUMN=A,B,C with a column of the data, got {item!r}")
+        tokens = rest.split(",")
+        if pd.api.types.is_integer_dtype(data[name].dtype):
+            tokens = [int(t) for t in tokens]
+        elif pd.api.types.is_float_dtype(data[name].dtype):
+            tokens = [float(t) for t in tokens]
+        levels[name] = tokens
+    return levels
+
+
 def cmd_demo(args) -> int:
     import dpreg
 
@@ -60,7 +76,8 @@ def cmd_fit(args) -> int:
     import dpreg
 
     data = pd.read_csv(args.data)
-    options = dict(bounds=_parse_bounds(args.bounds), random_state=args.seed,
+    options = dict(bounds=_parse_bounds(args.bounds), levels=_parse_levels(args.levels, data),
+                   random_state=args.seed,
                    cov_type=args.cov_type, sampling=args.sampling, progress=args.progress)
     for name in ("batch_size", "steps", "clip", "lr", "x_bound"):
         if getattr(args, name) is not None:
@@ -92,6 +109,8 @@ def main(argv=None) -> int:
     fit.add_argument("formula")
     fit.add_argument("--data", required=True, help="CSV file")
     fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER")
+    fit.add_argument("--levels", nargs="*", metavar="COLUMN=A,B,C",
+                     help="public categories of categorical columns")
     fit.add_argument("--seed", type=int)
     fit.add_argument("--cov-type", dest="cov_type", default="plugin", choices=["plugin", "rs"])
     fit.add_argument("--sampling", default="uniform", choices=["uniform", "poisson"])

@@ -6,7 +6,7 @@ from dpreg.exceptions import OptionError
 from dpreg.options import MODEL_OPTIONS, check_known
 from dpreg.results import DPRegressionResults
 
-__all__ = ["dp_ols"]
+__all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit"]
 
 
 def _fit(formula, data, family, options, eval_env=1) -> DPRegressionResults:
@@ -16,6 +16,9 @@ def _fit(formula, data, family, options, eval_env=1) -> DPRegressionResults:
     if "family" in options:
         raise OptionError("family is fixed by the function; use DPRegression.from_formula "
                           "with family= for another family")
+    for name in ("c", "tau"):
+        if name in options and options[name] is None:
+            del options[name]
     model_opts = {k: options.pop(k) for k in list(options) if k in MODEL_OPTIONS}
     eval_env = model_opts.pop("eval_env", 0) + eval_env + 1
     model = DPRegression.from_formula(formula, data, family=family, eval_env=eval_env,
@@ -53,3 +56,69 @@ def dp_ols(formula: str, data, **options) -> DPRegressionResults:
     ['x1', 'x2', 'x3']
     """
     return _fit(formula, data, "linear", dict(options))
+
+
+def dp_huber(formula: str, data, *, c: float = 1.345, **options) -> DPRegressionResults:
+    """Differentially private Huber regression from a formula.
+
+    Parameters
+    ----------
+    formula, data
+        As for :func:`dp_ols`.
+    c : float
+        Huber's truncation constant: residuals beyond ``c`` get a bounded influence. The
+        default 1.345 gives 95% efficiency at the normal model with unit error scale;
+        the loss is not rescaled, so choose ``c`` on the outcome's scale.
+    **options
+        As for :func:`dp_ols`, plus ``weights`` (``"mallows"`` by default, ``None`` to
+        turn Mallows weights off).
+
+    Returns
+    -------
+    DPRegressionResults
+    """
+    return _fit(formula, data, "huber", dict(options, c=c))
+
+
+def dp_expectile(formula: str, data, *, tau: float = 0.5, c: float = 1.345,
+                 **options) -> DPRegressionResults:
+    """Differentially private robust expectile regression from a formula.
+
+    Parameters
+    ----------
+    formula, data
+        As for :func:`dp_ols`.
+    tau : float
+        Expectile location in (0, 1): residuals above the fit weigh ``tau``, below it
+        ``1 - tau`` (``tau = 0.5`` is Huber regression at half weight).
+    c : float
+        Huber truncation constant of the robust expectile loss (ldp-sgd paper,
+        Example 3); ``numpy.inf`` gives the classical expectile loss, whose gradients
+        are then clipped.
+    **options
+        As for :func:`dp_huber`.
+
+    Returns
+    -------
+    DPRegressionResults
+    """
+    return _fit(formula, data, "expectile", dict(options, c=c, tau=tau))
+
+
+def dp_logit(formula: str, data, **options) -> DPRegressionResults:
+    """Differentially private logistic regression from a formula.
+
+    Parameters
+    ----------
+    formula, data
+        As for :func:`dp_ols`. The outcome is 0/1, boolean, or a two-level category
+        (its second level in sorted order is coded 1 and named in the output).
+    **options
+        As for :func:`dp_ols`, plus ``weights`` (``None`` by default; ``"mallows"``
+        for the ldp-sgd paper's weighted loss).
+
+    Returns
+    -------
+    DPRegressionResults
+    """
+    return _fit(formula, data, "logistic", dict(options))

@@ -29,26 +29,30 @@ class Design:
     Attributes
     ----------
     endog : ndarray of shape (n,)
-        The outcome, float64, C-contiguous, finite.
+        The outcome, float64, C-contiguous, finite, clipped to its declared bounds.
     exog : ndarray of shape (n, p)
-        The design matrix, float64, C-contiguous, finite, of full column rank.
+        The design matrix, float64, C-contiguous, finite, of full column rank, built
+        from data columns clipped to their declared bounds.
     endog_name : str
     exog_names : tuple of str
         Column names of the design matrix (patsy term names for formulas).
     n_dropped : int
         Rows dropped because of missing values (``missing="drop"``).
     formula : str or None
-    column_bounds : tuple of float or None
-        Public bound on ``|x_j|`` for each design column, derived from declared bounds
-        (and from the structure of the design: an intercept or a dummy column is bounded
-        by 1). ``None`` where nothing was declared.
-    term_groups : tuple of tuple of int
-        Columns that belong to one term. Within a term that contains a categorical
-        factor at most one column is non-zero in a row, which tightens the row-norm bound.
+    x_norm_bound : float or None
+        Public bound on ``||x_i||_2`` implied by the declared bounds and the structure of
+        the design (an intercept is 1; a categorical term contributes the largest squared
+        row of its contrast matrix), or ``None`` where a bound is missing.
     endog_bounds : tuple of float or None
         Declared ``(lower, upper)`` bounds of the outcome, or ``None``.
     undeclared : tuple of str
-        Variables used by the design whose bounds were not declared.
+        Variables of the design whose bounds were not declared.
+    undeclared_levels : tuple of str
+        Categorical variables whose categories were read from the data (they appear in
+        the output's names); declare them with ``levels=``.
+    stateful : tuple of str
+        Terms using stateful transforms (``standardize``, ``center``, splines), whose
+        constants are computed from the data.
     """
 
     endog: np.ndarray
@@ -57,10 +61,11 @@ class Design:
     exog_names: tuple[str, ...]
     n_dropped: int = 0
     formula: str | None = None
-    column_bounds: tuple[float | None, ...] = ()
-    term_groups: tuple[tuple[int, ...], ...] = ()
+    x_norm_bound: float | None = None
     endog_bounds: tuple[float, float] | None = None
     undeclared: tuple[str, ...] = ()
+    undeclared_levels: tuple[str, ...] = ()
+    stateful: tuple[str, ...] = ()
     design_info: Any = field(default=None, repr=False)
 
     @property
@@ -77,24 +82,8 @@ class Design:
                    for j, name in enumerate(self.exog_names))
 
     def row_norm_bound(self) -> float | None:
-        """Public bound on ``||x_i||_2`` from the declared column bounds, or ``None``.
-
-        Within a term that has a categorical factor only one column is non-zero in a
-        row (treatment coding), so the term contributes the largest squared column
-        bound; other terms contribute the sum of their squared column bounds.
-        """
-        if any(b is None for b in self.column_bounds):
-            return None
-        total = 0.0
-        for cols, exclusive in self._groups():
-            sq = [self.column_bounds[j] ** 2 for j in cols]
-            total += max(sq) if exclusive else sum(sq)
-        return math.sqrt(total)
-
-    def _groups(self):
-        if self.term_groups:
-            return [(g, len(g) > 1) for g in self.term_groups]
-        return [((j,), False) for j in range(self.k_exog)]
+        """Public bound on ``||x_i||_2`` from the declared bounds, or ``None``."""
+        return self.x_norm_bound
 
 
 def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
@@ -188,11 +177,11 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
             raise DataError(f"missing values in {cols} ({int(nan_rows.sum())} rows) and "
                             "missing='raise'; use missing='drop' to drop those rows")
         y, X = y[~nan_rows], X[~nan_rows]
-    y = np.ascontiguousarray(y)
-    X = np.ascontiguousarray(X)
+    y = np.array(y, dtype=float)
+    X = np.array(X, dtype=float)
     check_finite_full_rank(y, X, endog_name, tuple(names))
     col_bounds = []
-    for j, name in enumerate(names):
+    for name in names:
         if name == "const":
             col_bounds.append(1.0)
         elif name in bounds:
@@ -204,7 +193,14 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
     if unknown:
         raise OptionError(f"bounds name column(s) {sorted(unknown)} that are not in the model; "
                           f"known: {[endog_name] + names}")
-    return Design(endog=y, exog=X, endog_name=endog_name, exog_names=tuple(names),
-                  n_dropped=int(nan_rows.sum()), formula=None,
-                  column_bounds=tuple(col_bounds), endog_bounds=bounds.get(endog_name),
-                  undeclared=undeclared)
+    # declared bounds are enforced by clipping (copies; the caller's arrays are untouched)
+    for j, name in enumerate(names):
+        if name in bounds:
+            X[:, j] = np.clip(X[:, j], *bounds[name])
+    if endog_name in bounds:
+        y = np.clip(y, *bounds[endog_name])
+    x_norm = None if undeclared else math.sqrt(sum(b * b for b in col_bounds))
+    return Design(endog=np.ascontiguousarray(y), exog=np.ascontiguousarray(X),
+                  endog_name=endog_name, exog_names=tuple(names),
+                  n_dropped=int(nan_rows.sum()), formula=None, x_norm_bound=x_norm,
+                  endog_bounds=bounds.get(endog_name), undeclared=undeclared)

@@ -4,12 +4,18 @@
 :class:`dpreg.design.Design`: categorical terms ``C()``, interactions, intercept control
 (``- 1`` or ``0 +``), transformations evaluated in the caller's namespace, and missing
 values handled by the ``missing`` policy. Term names flow to every output.
+
+What the formula reads off the data is recorded for the privacy layer: categories of
+categorical variables not declared with ``levels=`` (they show in the output's names),
+and stateful transforms (``standardize``, ``center``, splines), whose constants are
+statistics of the data.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,6 +27,7 @@ from dpreg.exceptions import DataError, FormulaError, OptionError
 __all__ = ["build_design", "build_exog"]
 
 _NAME_ERROR = re.compile(r"name '([^']+)' is not defined")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def _check_frame(data: Any) -> pd.DataFrame:
@@ -42,9 +49,21 @@ def _check_frame(data: Any) -> pd.DataFrame:
     return data
 
 
+def _plain_dtypes(data: pd.DataFrame) -> pd.DataFrame:
+    """Nullable numeric and boolean columns (``Int64``, ``Float64``, ``boolean``) as
+    float64 with NaN for ``pd.NA``, which patsy's missing-value handling understands."""
+    out = {}
+    for col in data.columns:
+        s = data[col]
+        if isinstance(s.dtype, pd.api.extensions.ExtensionDtype) and (
+                pd.api.types.is_numeric_dtype(s.dtype) or pd.api.types.is_bool_dtype(s.dtype)):
+            out[col] = s.astype("float64")
+    return data.assign(**out) if out else data
+
+
 def _missing_columns(formula: str, data: pd.DataFrame) -> list[str]:
     """Columns named in the formula that have missing values (for error messages)."""
-    words = set(re.findall(r"[A-Za-z_][A-Za-z0-9_.]*", formula))
+    words = set(_WORD.findall(formula))
     return [str(c) for c in data.columns if str(c) in words and data[c].isna().any()]
 
 
@@ -65,45 +84,92 @@ def _patsy_call(fn, *args, **kwargs):
         raise FormulaError(f"cannot build the design from the formula: {msg.splitlines()[0]}") from None
 
 
-def _column_bounds(design_info, bounds: Mapping[str, tuple[float, float]]):
-    """Per-column bound on |x_j| and the term grouping, from declared variable bounds."""
-    col_bounds: list[float | None] = [None] * len(design_info.column_names)
-    groups = []
-    undeclared = []
-    for term, coding in design_info.term_codings.items():
-        sl = design_info.term_slices[term]
-        cols = tuple(range(sl.start, sl.stop))
-        has_categorical = any(design_info.factor_infos[f].type == "categorical"
-                              for f in term.factors)
-        groups.append(cols if has_categorical else tuple((c,) for c in cols))
-        bound = 1.0
+def _apply_levels(data: pd.DataFrame, levels: Mapping[str, Sequence] | None) -> pd.DataFrame:
+    """Declared categories: the column becomes a pandas Categorical with exactly them."""
+    if not levels:
+        return data
+    if not isinstance(levels, Mapping):
+        raise OptionError("levels must be a dict {column: [category, ...]}")
+    out = {}
+    for col, cats in levels.items():
+        if col not in data.columns:
+            raise OptionError(f"levels names {col!r}, which is not a column of the data")
+        cats = list(cats)
+        if len(cats) < 2 or len(set(cats)) != len(cats):
+            raise OptionError(f"levels[{col!r}] must list at least two distinct categories")
+        s = data[col]
+        outside = ~s.isna() & ~s.isin(cats)
+        if outside.any():
+            raise DataError(f"column {col!r} has {int(outside.sum())} value(s) outside the "
+                            f"declared levels {cats}; fix the data or the declaration")
+        out[col] = pd.Categorical(s, categories=cats)
+    return data.assign(**out)
+
+
+def _declared_categorical(s: pd.Series) -> bool:
+    return isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype)
+
+
+def _read_off_data(design_infos, data: pd.DataFrame):
+    """Categorical variables whose categories came from the data, and stateful terms."""
+    undeclared, stateful = [], []
+    for di in design_infos:
+        for factor, info in di.factor_infos.items():
+            state = getattr(info, "state", None)
+            if isinstance(state, dict) and state.get("transforms"):
+                stateful.append(factor.name())
+            if info.type == "categorical":
+                cols = [c for c in _WORD.findall(factor.name()) if c in data.columns]
+                if not cols or not all(_declared_categorical(data[c]) for c in cols):
+                    undeclared.append(factor.name())
+    return tuple(dict.fromkeys(undeclared)), tuple(dict.fromkeys(stateful))
+
+
+def _row_norm_bound(design_info, bounds: Mapping[str, tuple[float, float]]):
+    """Public bound on ``||x_i||`` from declared bounds, and the undeclared variables.
+
+    A term's columns are Kronecker products of its factors' columns, so its squared norm
+    in a row is at most the product, over categorical factors, of the largest squared
+    row of the contrast matrix (1 for treatment coding; larger for ``Sum`` or ``Poly``),
+    times the product of squared bounds of its numerical factors; terms add up.
+    """
+    total, undeclared = 0.0, []
+    for term, subterms in design_info.term_codings.items():
+        numeric = 1.0
         for factor in term.factors:
             info = design_info.factor_infos[factor]
-            if info.type == "categorical":
-                mats = [sub.contrast_matrices[factor].matrix for sub in coding
-                        if factor in sub.contrast_matrices]
-                bound *= max((float(np.max(np.abs(m))) for m in mats), default=1.0)
-            else:
+            if info.type == "numerical":
                 name = factor.name()
                 if name in bounds and info.num_columns == 1:
-                    bound *= max(abs(v) for v in bounds[name])
+                    numeric *= max(abs(v) for v in bounds[name]) ** 2
                 else:
-                    bound = None
                     undeclared.append(name)
-                    break
-        for c in cols:
-            col_bounds[c] = bound
-    flat_groups = []
-    for g in groups:
-        if g and isinstance(g[0], tuple):
-            flat_groups.extend(g)
-        else:
-            flat_groups.append(g)
-    return tuple(col_bounds), tuple(flat_groups), tuple(dict.fromkeys(undeclared))
+        for sub in subterms:
+            cat = 1.0
+            for factor, contrast in sub.contrast_matrices.items():
+                cat *= float(np.max(np.sum(np.asarray(contrast.matrix) ** 2, axis=1)))
+            total += cat * numeric
+    undeclared = tuple(dict.fromkeys(undeclared))
+    return (None if undeclared else math.sqrt(total)), undeclared
+
+
+def _normalize_bounds(bounds, data: pd.DataFrame) -> dict[str, tuple[float, float]]:
+    """Keys as patsy spells factors (``np.log(x+1)`` -> ``np.log(x + 1)``)."""
+    out = {}
+    for key, value in bounds.items():
+        name = key if key in data.columns else patsy.EvalFactor(key).name()
+        if key in data.columns and not pd.api.types.is_numeric_dtype(data[key].dtype):
+            raise OptionError(f"bounds[{key!r}]: {key!r} is categorical and needs no bounds "
+                              "(its dummy columns are bounded by the coding); declare its "
+                              "categories with levels= instead")
+        out[name] = value
+    return out
 
 
 def build_design(formula: str, data, *, missing: str = "drop",
-                 bounds: Mapping[str, Any] | None = None, eval_env: int = 0) -> Design:
+                 bounds: Mapping[str, Any] | None = None,
+                 levels: Mapping[str, Sequence] | None = None, eval_env: int = 0,
+                 binary_outcome: bool = False) -> Design:
     """Build a :class:`~dpreg.design.Design` from a formula and a DataFrame.
 
     Parameters
@@ -111,22 +177,32 @@ def build_design(formula: str, data, *, missing: str = "drop",
     formula : str
         Patsy formula, e.g. ``"y ~ x1 + C(group) + x1:x2"``.
     data : pandas.DataFrame
+        Not modified: declared bounds and levels are applied to a copy.
     missing : {"drop", "raise"}
         Drop rows with a missing value in any variable of the model (the count is
         reported) or raise :class:`~dpreg.exceptions.DataError`.
     bounds : dict, optional
-        ``{variable: (lower, upper)}`` public bounds of data columns.
+        ``{variable: (lower, upper)}`` public bounds. Data columns are clipped to them;
+        keys may also name transformed factors such as ``"np.log(x)"``.
+    levels : dict, optional
+        ``{column: [category, ...]}`` public categories of categorical columns. A value
+        outside them is an error.
     eval_env : int
         How many frames above the caller to look up names used in the formula.
+    binary_outcome : bool
+        Accept a boolean or two-level categorical outcome and code its second level
+        (in patsy's sorted order, ``True`` for booleans) as 1; the outcome's name then
+        says which level, e.g. ``"smoker[yes]"``.
     """
     if not isinstance(formula, str) or "~" not in formula:
         raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
     missing = check_missing(missing)
-    bounds = check_bounds(bounds)
-    data = _check_frame(data)
-    env = patsy.EvalEnvironment.capture(eval_env + 1)
-    env = env.with_outer_namespace({"np": np})
-    na_action = patsy.NAAction(on_NA=missing)
+    data = _plain_dtypes(_check_frame(data))
+    bounds = _normalize_bounds(check_bounds(bounds), data)
+    data = _apply_levels(data, levels)
+    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
+    data = data.assign(**clipped) if clipped else data
+    env = patsy.EvalEnvironment.capture(eval_env + 1).with_outer_namespace({"np": np})
     if missing == "raise":
         cols = _missing_columns(formula, data)
         if cols:
@@ -134,7 +210,9 @@ def build_design(formula: str, data, *, missing: str = "drop",
             raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
                             "missing='drop' to drop incomplete rows, or fill them")
     y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
-                             NA_action=na_action, return_type="dataframe")
+                             NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
+    if binary_outcome and y_df.shape[1] == 2:
+        y_df = y_df.iloc[:, [1]]
     if y_df.shape[1] != 1:
         lhs = formula.split("~")[0].strip()
         raise DataError(f"the outcome {lhs!r} is not numeric (patsy coded it as "
@@ -145,22 +223,25 @@ def build_design(formula: str, data, *, missing: str = "drop",
     X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
     check_finite_full_rank(y, X, endog_name, exog_names)
     design_info = X_df.design_info
-    col_bounds, groups, undeclared = _column_bounds(design_info, bounds)
+    x_norm, undeclared = _row_norm_bound(design_info, bounds)
+    undeclared_levels, stateful = _read_off_data([y_df.design_info, design_info], data)
     lhs_factors = [f.name() for t in y_df.design_info.terms for f in t.factors]
     variables = set(lhs_factors) | {f.name() for t in design_info.terms for f in t.factors}
-    unknown = [k for k in bounds if k not in variables]
+    unknown = [k for k in bounds if k not in variables and k not in data.columns]
     if unknown:
         raise OptionError(f"bounds name {unknown}, which the formula does not use as a "
                           f"variable; variables in the model: {sorted(variables)}")
+    endog_bounds = bounds.get(lhs_factors[0]) if len(lhs_factors) == 1 else None
     return Design(endog=y, exog=X, endog_name=endog_name, exog_names=exog_names,
-                  n_dropped=len(data) - len(y), formula=formula, column_bounds=col_bounds,
-                  term_groups=groups, endog_bounds=bounds.get(endog_name),
-                  undeclared=undeclared, design_info=design_info)
+                  n_dropped=len(data) - len(y), formula=formula, x_norm_bound=x_norm,
+                  endog_bounds=endog_bounds, undeclared=undeclared,
+                  undeclared_levels=undeclared_levels, stateful=stateful,
+                  design_info=design_info)
 
 
 def build_exog(design_info, data) -> np.ndarray:
     """Design matrix for new data with the columns of a fitted model (for ``predict``)."""
-    data = _check_frame(data)
+    data = _plain_dtypes(_check_frame(data))
     (X,) = _patsy_call(patsy.build_design_matrices, [design_info], data,
                        NA_action=patsy.NAAction(on_NA="raise"), return_type="matrix")
     return np.asarray(X, dtype=float)

@@ -8,6 +8,7 @@ plug-in matrices, and hands plain records to :class:`~dpreg.results.DPRegression
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
@@ -17,7 +18,7 @@ import numpy as np
 from dpreg.design import Design, design_from_arrays
 from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
 from dpreg.exceptions import OptionError, PrivacyLeakError, PrivacyLeakWarning
-from dpreg.families import Family, get_family
+from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
 from dpreg.inference.plugin import (floor_eigenvalues, hessian_matrix, path_variance,
                                     plugin_inference, score_matrix)
@@ -40,12 +41,13 @@ PATH, HESSIAN, SCORE = "DP-SGD path", "Hessian A", "score covariance S"
 class _Public:
     """Public constants of one fit, with the reasons for the defaults."""
 
-    x_bound: float
+    x_bound: float | None
+    row_sq_bound: float
     clip: float
     lr: float
     batch_size: int
     steps: int
-    seed: int
+    seed: Any
     reasons: tuple[str, ...]
 
 
@@ -58,8 +60,17 @@ class DPRegression:
         Outcome.
     exog : array-like (n, p)
         Design matrix (include a column of ones for an intercept, as in statsmodels).
-    family : str
-        ``"linear"`` (squared loss).
+    family : {"linear", "huber", "logistic", "expectile"}
+        The loss (see the user guide's family pages).
+    c : float, optional
+        Truncation constant of the Huber and expectile losses (default 1.345; ``inf``
+        gives the classical expectile loss). Ignored by other families.
+    tau : float
+        Expectile location in (0, 1) (default 0.5). Only for ``family="expectile"``.
+    weights : {"mallows", None}, optional
+        Mallows weights ``w(x) = min(1, 2/||x||^2)`` multiply each row's loss; they bound
+        every gradient without covariate bounds. Default: on for Huber and expectile (as
+        in the ldp-sgd paper), off for linear and logistic.
     missing : {"drop", "raise"}
         Drop rows with missing values (the count is reported) or raise.
     bounds : dict, optional
@@ -72,16 +83,23 @@ class DPRegression:
     DPRegression.from_formula, dpreg.dp_ols
     """
 
-    def __init__(self, endog, exog, *, family: str = "linear", missing: str = "drop",
+    def __init__(self, endog, exog, *, family: str = "linear", c: float | None = None,
+                 tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
                  bounds: Mapping[str, Any] | None = None, _design: Design | None = None):
         self.family: Family = get_family(family)
+        self.c, self.tau, self.mallows = _family_constants(self.family, c, tau, weights)
         self.design = _design if _design is not None else design_from_arrays(
             endog, exog, missing=missing, bounds=bounds)
         self.family.check_y(self.design.endog, self.design.endog_name)
+        X = self.design.exog
+        w = mallows_weights(X) if self.mallows else np.ones(X.shape[0])
+        self.objective = Objective(self.family, self.c, self.tau, w, self.mallows)
 
     @classmethod
     def from_formula(cls, formula: str, data, *, family: str = "linear",
+                     c: float | None = None, tau: float = 0.5, weights: str | None = "default",
                      missing: str = "drop", bounds: Mapping[str, Any] | None = None,
+                     levels: Mapping[str, Any] | None = None,
                      eval_env: int = 0) -> "DPRegression":
         """Build the model from a patsy formula and a DataFrame.
 
@@ -90,14 +108,20 @@ class DPRegression:
         formula : str
             e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``.
         data : pandas.DataFrame
-        family, missing, bounds
+        family, c, tau, weights, missing, bounds
             As for :class:`DPRegression`.
+        levels : dict, optional
+            ``{column: [category, ...]}``: the public categories of categorical columns.
+            Categories not declared are read from the data and show in the output's
+            names, so a :class:`~dpreg.exceptions.PrivacyLeakWarning` says so.
         eval_env : int
             Frames above the caller in which to look up functions used in the formula.
         """
-        design = build_design(formula, data, missing=missing, bounds=bounds,
-                              eval_env=eval_env + 1)
-        return cls(None, None, family=family, _design=design)
+        family_obj = get_family(family)
+        design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
+                              eval_env=eval_env + 1,
+                              binary_outcome=family_obj.name == "logistic")
+        return cls(None, None, family=family_obj, c=c, tau=tau, weights=weights, _design=design)
 
     @property
     def exog_names(self) -> list[str]:
@@ -180,14 +204,18 @@ class DPRegression:
         opts = FitOptions(**options)
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
-        design, family = self.design, self.family
+        design = self.design
         n, p = design.nobs, design.k_exog
+        self._check_design_privacy(opts.strict)
+        if opts.diagnostics:
+            self._leak("diagnostics=True attaches the count of clipped gradients, a "
+                       "non-private statistic of the data", opts.strict)
         pub = self._public_settings(opts)
         split = opts.split()
         adjacency = "replace-one" if opts.sampling == "uniform" else "add/remove"
         factor = 2.0 if adjacency == "replace-one" else 1.0
         sens = {PATH: factor * pub.clip,
-                HESSIAN: factor * family.hess_bound * pub.x_bound ** 2 / n,
+                HESSIAN: factor * self.objective.hess_bound * pub.row_sq_bound / n,
                 SCORE: factor * pub.clip ** 2 / n}
         keys = {PATH: "path", HESSIAN: "hessian", SCORE: "score"}
 
@@ -218,31 +246,31 @@ class DPRegression:
                                lr_decay=float(opts.lr_decay),
                                noise_scale=path.noise_std / pub.batch_size,
                                noise_multiplier=path.noise_multiplier)
-        rng_path, rng_matrix = np.random.default_rng(pub.seed).spawn(2)
-        X, y = design.exog, self._outcome()
+        rng_path, rng_matrix = np.random.default_rng(pub.seed).spawn(2)  # None: OS entropy
+        X, y = design.exog, design.endog
         theta0 = self._start(opts.start_params)
-        out = run_dpsgd(X, y, family_code=family.code, family_c=0.0, settings=settings,
+        out = run_dpsgd(X, y, objective=self.objective, settings=settings,
                         theta0=theta0, rng=rng_path, progress=opts.progress)
         inferences, cov, notes = self._inference(out, settings, by_name, pub, rng_matrix)
         if request.unit == "rho":
             notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
                       "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "
                       "mu or (epsilon, delta) request of similar strength).",)
-        if opts.diagnostics:
-            self._leak("diagnostics=True attaches the count of clipped gradients, a "
-                       "non-private statistic of the data", opts.strict)
         table = {
             "engine": "dpsgd", "sampling": opts.sampling, "batch_size": pub.batch_size,
             "steps": pub.steps, "epochs": settings.epochs(n), "clip": pub.clip,
-            "lr": pub.lr, "lr_decay": settings.lr_decay, "x_bound": pub.x_bound,
+            "lr": pub.lr, "lr_decay": settings.lr_decay,
+            "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
             "noise_multiplier": settings.noise_multiplier, "sigma_1": settings.noise_scale,
             "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
-            "random_state": pub.seed,
+            "random_state": "given (kept secret)" if opts.random_state is not None
+            else "fresh OS entropy (not stored)",
         }
         res = DPRegressionResults(
             params=out.params, names=design.exog_names, endog_name=design.endog_name,
             inferences=inferences, cov_type=opts.cov_type, nobs=n,
-            df_model=p - int(design.has_intercept), private=True, family_label=family.label,
+            df_model=p - int(design.has_intercept), private=True,
+            family_label=self.objective.label(),
             engine="DP-SGD", settings=table, n_dropped=design.n_dropped,
             formula=design.formula, ledger=ledger, cov_matrix=cov,
             design_info=design.design_info,
@@ -258,63 +286,75 @@ class DPRegression:
         """The non-private fit of the same model (see :func:`dpreg.oracle`)."""
         from dpreg.oracle import fit_oracle
 
-        return fit_oracle(self.design, self.family)
+        return fit_oracle(self.design, self.objective)
 
     # ------------------------------------------------------------------------------
     def _leak(self, message: str, strict: bool) -> None:
         if strict:
             raise PrivacyLeakError(message + " (strict=True)")
-        warnings.warn(message, PrivacyLeakWarning, stacklevel=4)
+        warnings.warn(message, PrivacyLeakWarning, stacklevel=_user_stacklevel())
+
+    def _check_design_privacy(self, strict: bool) -> None:
+        """Refuse data-derived constants in the design; warn about data-derived names."""
+        design = self.design
+        if design.stateful:
+            raise PrivacyLeakError(
+                f"the formula uses stateful transforms in {list(design.stateful)}: they "
+                "compute constants (means, scales, knots) from the private data without "
+                "paying for them. Transform with public constants instead, e.g. "
+                "I((x - 50) / 10)")
+        if design.undeclared_levels:
+            self._leak(f"the categories of {list(design.undeclared_levels)} were read from "
+                       "the data; they appear in the output's names. Declare them with "
+                       "levels={column: [...]} (or a pandas Categorical) if they are "
+                       "public", strict)
 
     def _public_settings(self, opts: FitOptions) -> _Public:
         design = self.design
         n, p = design.nobs, design.k_exog
         reasons = []
+        obj = self.objective
         x_bound = opts.x_bound or design.row_norm_bound()
-        if x_bound is None:
+        if x_bound is None and not obj.mallows:
             x_bound = math.sqrt(p)
             self._leak(f"no bounds declared for {list(design.undeclared)}: the norm of a "
                        f"design row is not known, so the private Hessian clips rows to "
                        f"x_bound = sqrt(p) = {x_bound:.4g}. Declare bounds={{column: (lower, "
                        f"upper)}} or x_bound=", opts.strict)
+        # Public bounds on w(x)||x|| (gradient gain) and w(x)||x||^2 (Hessian per row):
+        # with Mallows weights they are sqrt(2) and 2 whatever the covariates.
+        if obj.mallows:
+            gain = math.sqrt(2.0) if x_bound is None else min(math.sqrt(2.0), x_bound)
+            row_sq = 2.0 if x_bound is None else min(2.0, x_bound ** 2)
+        else:
+            gain, row_sq = x_bound, x_bound ** 2
         clip = opts.clip
-        if clip is None:
-            if design.endog_bounds is not None:
-                lo, hi = design.endog_bounds
-                clip = x_bound * (hi - lo) / 2
-                reasons.append(f"clip = x_bound * (upper - lower) / 2 = {clip:.4g} from the "
-                               f"declared bounds of {design.endog_name!r}.")
-            else:
-                clip = x_bound
-                self._leak(f"no bounds declared for the outcome {design.endog_name!r} and no "
-                           f"clip given: gradients are clipped at clip = x_bound = "
-                           f"{clip:.4g} (a unit residual). Declare bounds or clip=",
-                           opts.strict)
-        lr = opts.lr if opts.lr is not None else 1.0 / x_bound ** 2
+        if clip is None and obj.psi_bound is not None:
+            clip = obj.psi_bound * gain
+            reasons.append(f"clip = {clip:.4g}: the family's score bound times the bound on "
+                           "w(x)||x||, so no gradient is ever clipped.")
+        elif clip is None and design.endog_bounds is not None:
+            lo, hi = design.endog_bounds
+            clip = gain * obj.hess_bound * (hi - lo) / 2
+            reasons.append(f"clip = {clip:.4g} from the declared bounds of "
+                           f"{design.endog_name!r}: a residual up to half its range is not "
+                           "clipped.")
+        elif clip is None:
+            clip = gain
+            self._leak(f"no bounds declared for the outcome {design.endog_name!r} and no "
+                       f"clip given: gradients are clipped at clip = {clip:.4g} (a unit "
+                       "residual). Declare bounds or clip=", opts.strict)
+        lr = opts.lr if opts.lr is not None else 1.0 / (obj.hess_bound * row_sq)
         if opts.batch_size is not None and opts.batch_size > n:
             raise OptionError(f"batch_size = {opts.batch_size} exceeds the number of rows "
                               f"n = {n}")
         batch_size, t_def = default_schedule(n, opts.batch_size)
         steps = opts.steps or t_def
-        rs = opts.random_state
-        if rs is None:
-            seed = int(np.random.SeedSequence().entropy % (2 ** 63))
-        elif isinstance(rs, np.random.Generator):
-            seed = int(rs.integers(2 ** 63))
-        elif isinstance(rs, np.random.SeedSequence):
-            seed = int(rs.generate_state(2, np.uint64)[0] >> np.uint64(1))
-        else:
-            seed = int(rs)
-        return _Public(x_bound=float(x_bound), clip=float(clip), lr=float(lr),
+        seed = opts.random_state  # int, SeedSequence, Generator or None: never stored
+        return _Public(x_bound=None if x_bound is None else float(x_bound),
+                       row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),
                        batch_size=int(batch_size), steps=int(steps), seed=seed,
                        reasons=tuple(reasons))
-
-    def _outcome(self) -> np.ndarray:
-        y = self.design.endog
-        if self.design.endog_bounds is not None:
-            lo, hi = self.design.endog_bounds
-            y = np.clip(y, lo, hi)  # declared bounds are enforced (a copy; data untouched)
-        return np.ascontiguousarray(y)
 
     def _start(self, start_params) -> np.ndarray:
         p = self.design.k_exog
@@ -333,24 +373,61 @@ class DPRegression:
         epochs = settings.epochs(n)
         if HESSIAN not in events:
             return {"rs": rs_inference(out.rs_q, epochs)}, None, ()
-        X, y = self.design.exog, self._outcome()
-        A_hat = hessian_matrix(X, y, out.params, self.family, pub.x_bound, pub.clip)
-        S_hat = score_matrix(X, y, out.params, self.family, pub.clip)
+        X, y = self.design.exog, self.design.endog
+        A_hat = hessian_matrix(X, y, out.params, self.objective, pub.x_bound, pub.clip)
+        S_hat = score_matrix(X, y, out.params, self.objective, pub.clip)
         A_noisy, _ = gaussian_matrix_mechanism(A_hat, events[HESSIAN], rng)
         S_noisy, _ = gaussian_matrix_mechanism(S_hat, events[SCORE], rng)
-        # Floors: one noise standard deviation for A (invertibility), zero for S (PSD).
-        A, raised_a = floor_eigenvalues(A_noisy, events[HESSIAN].noise_std)
-        S, raised_s = floor_eigenvalues(S_noisy, 0.0)
+        # Eigenvalues into their public ranges: A in [one noise sd, hess_bound * row_sq]
+        # (invertible, and never above what one row can contribute), S in [0, clip^2].
+        a_cap = self.objective.hess_bound * pub.row_sq_bound
+        A, raised_a = floor_eigenvalues(A_noisy, min(events[HESSIAN].noise_std, a_cap), a_cap)
+        S, raised_s = floor_eigenvalues(S_noisy, 0.0, pub.clip ** 2)
         V, W = path_variance(A, S, settings.noise_scale, m)
         note = ""
         if raised_a or raised_s:
             note = (f"Plug-in: {raised_a} eigenvalue(s) of the private Hessian and {raised_s} "
-                    "of the private score covariance were raised to the floor (projection "
-                    "to positive definite; post-processing).")
+                    "of the private score covariance were moved into their public ranges "
+                    "(projection; post-processing).")
         plugin, cov = plugin_inference(V, W, n, settings.steps, note)
         rs = rs_inference(out.rs_q, epochs, V=V, W=W, n=n, steps=settings.steps,
                           batch_size=m)
         return {"plugin": plugin, "rs": rs}, cov, ()
+
+
+def _family_constants(family: Family, c, tau, weights) -> tuple[float, float, bool]:
+    """Validate ``c``, ``tau`` and ``weights`` for ``family``; fill the family's defaults."""
+    if family.default_c is None:
+        c_val = math.inf
+    else:
+        c_val = family.default_c if c is None else c
+        if isinstance(c_val, bool) or not isinstance(c_val, numbers.Real) or not c_val > 0:
+            raise OptionError(f"c must be a positive number (inf allowed for expectiles), "
+                              f"got {c!r}")
+        if not math.isfinite(c_val) and family.name != "expectile":
+            raise OptionError(f"c must be finite for the {family.name} family, got {c!r}")
+    if family.uses_tau:
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 < tau < 1:
+            raise OptionError(f"tau must be in (0, 1), got {tau!r}")
+    elif tau != 0.5:
+        raise OptionError(f"tau applies to the expectile family only, not {family.name!r}")
+    if weights == "default":
+        mallows = family.mallows_default
+    elif weights in ("mallows", None):
+        mallows = weights == "mallows"
+    else:
+        raise OptionError(f"weights must be 'mallows' or None, got {weights!r}")
+    return float(c_val), float(tau), mallows
+
+
+def _user_stacklevel() -> int:
+    """Stack level of the first frame outside dpreg, so warnings point at the user's line."""
+    import sys
+
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _report_delta(n: int) -> float:

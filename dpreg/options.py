@@ -1,8 +1,7 @@
-"""Fit options: one spelling each, validated once at the boundary, defaults explained.
+"""Fit options: one spelling each, validated once at the boundary.
 
-:class:`FitOptions` holds what the user asked for; :func:`resolve` turns it into the
-public settings of a run, filling defaults from public quantities only (``n``, ``p``,
-declared bounds) and recording why each default was chosen.
+:class:`FitOptions` holds what the user asked for; the model fills the defaults from
+public quantities only (``n``, ``p``, declared bounds) and records why.
 """
 
 from __future__ import annotations
@@ -15,16 +14,17 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dpreg.engines import ENGINES
 from dpreg.exceptions import OptionError
 from dpreg.privacy.request import split_budget
 
 __all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES", "SAMPLINGS"]
 
-ENGINES = ("dpsgd",)
 PLANNED_ENGINES = ("ldp_sgd", "dpgd", "adassp")
 COV_TYPES = ("plugin", "rs")
 SAMPLINGS = ("uniform", "poisson")
-MODEL_OPTIONS = ("family", "missing", "bounds", "eval_env")
+MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
+                 "eval_env")
 #: Shares of mu^2 (GDP) or rho (zCDP). The Hessian gets a large share because its noise
 #: enters the plug-in variance through A^{-2}: on STAR (mu = 2, 16 seeds) this split gave
 #: plug-in s.e. closer to the run-to-run spread and less variable than 0.8/0.1/0.1.
@@ -65,6 +65,9 @@ class FitOptions:
         _choice("sampling", self.sampling, SAMPLINGS)
         _positive_int("batch_size", self.batch_size)
         _positive_int("steps", self.steps)
+        if self.steps is not None and self.steps < 2:
+            raise OptionError(f"steps must be at least 2 (random scaling needs a path), "
+                              f"got {self.steps}")
         _positive("clip", self.clip)
         _positive("lr", self.lr)
         _positive("x_bound", self.x_bound)
@@ -127,7 +130,7 @@ def _positive(name, value):
     if value is None:
         return
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value > 0 \
-            or (not math.isfinite(value) and name != "clip"):
+            or not math.isfinite(value):
         raise OptionError(f"{name} must be a positive finite number, got {value!r}")
 
 

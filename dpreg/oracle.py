@@ -2,39 +2,49 @@
 
 The oracle reads the raw data without any privacy protection. It is never stored in a
 private Results object; it is always a separate :class:`~dpreg.results.DPRegressionResults`
-with ``private=False``.
+with ``private=False``. It minimizes exactly the private fit's loss (weights and
+constants included): statsmodels OLS and Logit where they compute that estimator,
+otherwise a trust-region Newton solver on the weighted M-estimation objective with a
+sandwich covariance.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
 import statsmodels.api as sm
+from scipy import optimize
 
 from dpreg.design import Design
-from dpreg.families import Family, get_family
-from dpreg.inference.base import Inference, StudentLaw
+from dpreg.engines import _kernels
+from dpreg.exceptions import ConvergenceWarning
+from dpreg.families import Objective
+from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.results import DPRegressionResults
 
-__all__ = ["oracle", "fit_oracle"]
+__all__ = ["oracle", "fit_oracle", "m_estimate"]
 
 
-def oracle(formula: str, data, *, family: str = "linear", missing: str = "drop",
-           bounds: Mapping[str, Any] | None = None, eval_env: int = 0) -> DPRegressionResults:
+def oracle(formula: str, data, *, family: str = "linear", c: float | None = None,
+           tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
+           bounds: Mapping[str, Any] | None = None, levels: Mapping[str, Any] | None = None,
+           eval_env: int = 0) -> DPRegressionResults:
     """Non-private fit of ``formula`` on ``data`` (a benchmark, NOT private).
 
     Parameters
     ----------
-    formula, data, family, missing, bounds, eval_env
-        As for :func:`dpreg.dp_ols`. ``bounds`` clip the outcome as in the private
-        fit, so that the oracle minimizes the same loss.
+    formula, data, family, c, tau, weights, missing, bounds, levels, eval_env
+        As for :class:`dpreg.DPRegression`. ``bounds`` clip the outcome as in the
+        private fit, so that the oracle minimizes the same loss.
 
     Returns
     -------
     DPRegressionResults
-        With ``private=False``; for the linear family the numbers are statsmodels'
-        OLS (t reference law with ``n - p`` degrees of freedom).
+        With ``private=False``. Linear without weights: statsmodels OLS (t reference law
+        with ``n - p`` degrees of freedom). Logistic without weights: statsmodels Logit.
+        Otherwise the weighted M-estimator with sandwich standard errors (normal law).
 
     Examples
     --------
@@ -46,29 +56,90 @@ def oracle(formula: str, data, *, family: str = "linear", missing: str = "drop",
     """
     from dpreg.model import DPRegression
 
-    model = DPRegression.from_formula(formula, data, family=family, missing=missing,
-                                      bounds=bounds, eval_env=eval_env + 1)
+    model = DPRegression.from_formula(formula, data, family=family, c=c, tau=tau,
+                                      weights=weights, missing=missing, bounds=bounds,
+                                      levels=levels, eval_env=eval_env + 1)
     return model.fit_oracle()
 
 
-def fit_oracle(design: Design, family: Family | str) -> DPRegressionResults:
+def m_estimate(X: np.ndarray, y: np.ndarray, objective: Objective,
+               start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, bool]:
+    """Minimize ``n^{-1} sum_i w_i l(y_i, x_i' theta)``; return ``(theta, cov, converged)``.
+
+    ``cov`` is the sandwich ``A^{-1} S A^{-1} / n`` with ``A`` the mean weighted Hessian
+    and ``S`` the mean outer product of the weighted scores at the solution.
+    """
+    n, p = X.shape
+    w = objective.weights
+    code, c, tau = objective.family.code, objective.c, objective.tau
+    grad, hess = np.empty(p), np.empty((p, p))
+
+    def terms(theta):
+        val = _kernels.objective_terms(X, y, w, code, c, tau, theta, grad, hess)
+        return val / n, grad / n, hess / n
+
+    def fun(theta):
+        val, g, _ = terms(theta)
+        return val, g.copy()
+
+    def hessp(theta):
+        return terms(theta)[2].copy()
+
+    theta0 = np.zeros(p) if start is None else start
+    sol = optimize.minimize(fun, theta0, jac=True, hess=hessp, method="trust-exact",
+                            options={"gtol": 1e-10, "maxiter": 500})
+    theta = sol.x
+    _, _, A = terms(theta)
+    xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
+    scores = np.empty_like(X)
+    _kernels.clipped_gradients(X, y, xnorm, w, code, c, tau, theta, np.inf, scores)
+    S = scores.T @ scores / n
+    Ainv = np.linalg.pinv(A)
+    return theta, Ainv @ S @ Ainv / n, bool(sol.success)
+
+
+def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
     """Oracle fit of a checked design (statsmodels where it computes the same estimator)."""
-    family = get_family(family)
-    y = design.endog
-    if design.endog_bounds is not None:
-        y = np.clip(y, *design.endog_bounds)
-    if family.name == "linear":
-        res = sm.OLS(y, design.exog).fit()
-        law = StudentLaw(res.df_resid)
-        inf = Inference("oracle", np.asarray(res.bse), law, True,
-                        "Oracle: ordinary least squares on the raw data (statsmodels OLS).")
-        params, cov = np.asarray(res.params), np.asarray(res.cov_params())
-    else:  # pragma: no cover - other families arrive with their own oracles
-        raise NotImplementedError(family.name)
+    family = objective.family
+    y, X = design.endog, design.exog  # declared bounds already enforced by the design
+    label = "Oracle: " + objective.label() + " on the raw data"
+    if family.name == "linear" and not objective.mallows:
+        res = sm.OLS(y, X).fit()
+        params, cov, law = np.asarray(res.params), np.asarray(res.cov_params()), StudentLaw(res.df_resid)
+        label += " (statsmodels OLS)."
+    elif family.name == "logistic" and not objective.mallows:
+        params, cov = _logit(y, X)
+        law = NormalLaw()
+        label += " (statsmodels Logit)."
+    else:
+        params, cov, converged = m_estimate(X, y, objective)
+        if not converged:
+            warnings.warn("the oracle's solver did not meet its tolerance; its numbers may be "
+                          "inaccurate", ConvergenceWarning, stacklevel=3)
+        law = NormalLaw()
+        label += " (trust-region Newton, sandwich standard errors)."
+    inf = Inference("oracle", np.sqrt(np.diag(cov)), law, True, label)
     return DPRegressionResults(
         params=params, names=design.exog_names, endog_name=design.endog_name,
         inferences={"oracle": inf}, cov_type="oracle", nobs=design.nobs,
         df_model=design.k_exog - int(design.has_intercept), private=False,
-        family_label=family.label, engine="oracle (non-private)", settings={},
+        family_label=objective.label(), engine="oracle (non-private)", settings={},
         n_dropped=design.n_dropped, formula=design.formula, cov_matrix=cov,
         design_info=design.design_info)
+
+
+def _logit(y, X):
+    from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = sm.Logit(y, X).fit(disp=0, maxiter=200)
+    separated = any(issubclass(w.category, PerfectSeparationWarning) for w in caught) \
+        or not res.mle_retvals.get("converged", True)
+    if separated:
+        warnings.warn("the outcome is (quasi-)perfectly separated by the covariates: the "
+                      "maximum likelihood estimate does not exist (coefficients run to "
+                      "infinity), so the oracle's estimates and standard errors are not "
+                      "meaningful. The private fit stays finite but estimates a "
+                      "regularized target.", ConvergenceWarning, stacklevel=4)
+    return np.asarray(res.params), np.asarray(res.cov_params())

@@ -259,7 +259,7 @@ class DPRegressionResults:
             rs = self.inferences["rs"]
             ci = rs.conf_int(self.params.to_numpy(), alpha)
             cols[f"RS {lo}"], cols[f"RS {hi}"] = ci[:, 0], ci[:, 1]
-            cols["RS P>|t|"] = rs.pvalues(self.params.to_numpy())
+            cols["RS P>|R|"] = rs.pvalues(self.params.to_numpy())
         return pd.DataFrame(cols, index=self._names)
 
     def __repr__(self) -> str:

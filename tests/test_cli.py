@@ -18,7 +18,7 @@ def test_fit_a_csv(tmp_path, capsys, small_frame):
     path = tmp_path / "data.csv"
     small_frame.to_csv(path, index=False)
     code = main(["fit", "y ~ x + C(g) + d", "--data", str(path), "--mu", "2", "--seed", "3",
-                 "--bounds", "y=-3:5", "x=-1:1", "d=0:1"])
+                 "--bounds", "y=-3:5", "x=-1:1", "d=0:1", "--levels", "g=a,b,c"])
     out = capsys.readouterr().out
     assert code == 0 and "C(g)[T.c]" in out and "mu = 2" in out
 

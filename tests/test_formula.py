@@ -87,6 +87,43 @@ def test_bad_bounds(small_frame):
         build_design("y ~ x", small_frame, bounds={"zzz": (0, 1)})
 
 
+def test_row_norm_bound_for_other_codings(small_frame):
+    # Sum coding has rows like (-1, -1): squared norm 2, not 1 (a treatment dummy)
+    d = build_design("y ~ C(g, Sum)", small_frame)
+    assert d.row_norm_bound() == pytest.approx(np.sqrt(1 + 2))
+    observed = np.sqrt((d.exog ** 2).sum(axis=1)).max()
+    assert observed <= d.row_norm_bound() + 1e-12
+    d = build_design("y ~ C(g, Sum):x", small_frame, bounds={"x": (-1, 1)})
+    assert np.sqrt((d.exog ** 2).sum(axis=1)).max() <= d.row_norm_bound() + 1e-12
+
+
+def test_levels_declared_and_checked(small_frame):
+    d = build_design("y ~ C(g)", small_frame, levels={"g": ["c", "b", "a"]})
+    assert d.exog_names == ("Intercept", "C(g)[T.b]", "C(g)[T.a]")  # declared order
+    assert d.undeclared_levels == ()
+    with pytest.raises(DataError, match="T.z"):  # declared but unobserved: a zero column
+        build_design("y ~ C(g)", small_frame, levels={"g": ["a", "b", "c", "z"]})
+    assert build_design("y ~ C(g)", small_frame).undeclared_levels == ("C(g)",)
+    with pytest.raises(DataError, match="outside the declared levels"):
+        build_design("y ~ C(g)", small_frame, levels={"g": ["a", "b"]})
+
+
+def test_stateful_transforms_are_recorded(small_frame):
+    assert build_design("y ~ standardize(x)", small_frame).stateful == ("standardize(x)",)
+    assert build_design("y ~ np.log(x + 2)", small_frame).stateful == ()
+
+
+def test_nullable_dtypes_and_normalized_bound_keys(small_frame):
+    df = small_frame.assign(d=small_frame["d"].astype("Int64"))
+    df.loc[4, "d"] = pd.NA
+    d = build_design("y ~ d", df)
+    assert d.n_dropped == 1
+    d = build_design("y ~ np.log(x+2)", small_frame, bounds={"np.log(x+2)": (0, 2)})
+    assert d.undeclared == ()
+    with pytest.raises(OptionError, match="categorical"):
+        build_design("y ~ g", small_frame, bounds={"g": (0, 1)})
+
+
 def test_more_columns_than_rows(small_frame):
     with pytest.raises(DataError, match="more regressors"):
         build_design("y ~ x + C(g) + d", small_frame.iloc[:3])

@@ -14,9 +14,13 @@ from dpreg.exceptions import (BudgetExceededError, DataError, OptionError, Priva
 FORMULA = "y ~ x + C(g) + d"
 
 
+LEVELS = {"g": ["a", "b", "c"]}
+
+
 def fit(frame, bounds, **kw):
     kw.setdefault("mu", 1.0)
     kw.setdefault("random_state", 3)
+    kw.setdefault("levels", LEVELS)
     return dpreg.dp_ols(FORMULA, frame, bounds=bounds, **kw)
 
 
@@ -43,12 +47,12 @@ def test_plugin_standard_errors_estimate_theorem2_variance(small_frame, small_bo
     # Even at mu = 50 the privacy part is not negligible: with c = m sqrt(T)/n = 1 the
     # GDP CLT needs noise multiplier ~0.38, so the oracle's s.e. is NOT the target.
     from dpreg.inference.plugin import hessian_matrix, score_matrix
-    from dpreg.families import get_family
 
     res = fit(small_frame, small_bounds, mu=50.0)
-    model = dpreg.DPRegression.from_formula(FORMULA, small_frame, bounds=small_bounds)
-    X, y = model.design.exog, np.clip(model.design.endog, -3, 5)
-    n, lin = len(y), get_family("linear")
+    model = dpreg.DPRegression.from_formula(FORMULA, small_frame, bounds=small_bounds,
+                                            levels=LEVELS)
+    X, y = model.design.exog, model.design.endog
+    n, lin = len(y), model.objective
     A = hessian_matrix(X, y, res.params.to_numpy(), lin, res.settings["x_bound"],
                        res.settings["clip"])
     S = score_matrix(X, y, res.params.to_numpy(), lin, res.settings["clip"])
@@ -69,11 +73,18 @@ def test_same_seed_same_numbers(small_frame, small_bounds):
     assert not a.params.equals(c.params)
 
 
-def test_seed_is_drawn_and_reported_when_omitted(small_frame, small_bounds):
-    res = fit(small_frame, small_bounds, random_state=None)
-    seed = res.settings["random_state"]
-    again = fit(small_frame, small_bounds, random_state=seed)
-    pd.testing.assert_series_equal(res.params, again.params)
+def test_seed_is_never_published(small_frame, small_bounds):
+    # Whoever knows the seed can regenerate the noise and undo the privacy: a given seed
+    # is a secret key and is not stored; without one, fresh OS entropy is used.
+    res = fit(small_frame, small_bounds, random_state=987654321)
+    assert "987654321" not in res.summary().as_text()
+    assert b"987654321" not in pickle.dumps(res)
+    a = fit(small_frame, small_bounds, random_state=None)
+    b = fit(small_frame, small_bounds, random_state=None)
+    assert not a.params.equals(b.params)
+    g = np.random.default_rng(5)
+    assert not fit(small_frame, small_bounds, random_state=g).params.equals(
+        fit(small_frame, small_bounds, random_state=g).params)
 
 
 def test_ledger_never_exceeds_request(small_frame, small_bounds):
@@ -121,6 +132,8 @@ def test_bad_budgets(small_frame, small_bounds, kw, match):
     ({"batch_size": 0}, "batch_size"),
     ({"batch_size": 10_000}, "batch_size"),
     ({"steps": 2.5}, "steps"),
+    ({"steps": 1}, "steps"),
+    ({"clip": float("inf")}, "clip"),
     ({"clip": -1.0}, "clip"),
     ({"lr": 0.0}, "lr"),
     ({"lr_decay": 1.0}, "lr_decay"),
@@ -172,7 +185,7 @@ def test_predict_with_formula_and_after_pickle(small_frame, small_bounds):
     back = pickle.loads(pickle.dumps(res))
     pd.testing.assert_series_equal(back.params, res.params)
     pd.testing.assert_frame_equal(back.conf_int(method="rs"), res.conf_int(method="rs"))
-    X = dpreg.DPRegression.from_formula(FORMULA, new).design.exog
+    X = dpreg.DPRegression.from_formula(FORMULA, new, levels=LEVELS).design.exog
     np.testing.assert_allclose(back.predict(X), p1)
     with pytest.raises(OptionError, match="exog"):
         res.predict()
@@ -212,6 +225,34 @@ def test_summary_col_three_models(small_frame, small_bounds):
     text = table.as_text()
     assert text.count("Plug-in") == 4 and text.count("RS") >= 4 and "Oracle" in text
     assert "x" in table.as_latex() and "<table" in table.as_html()
+
+
+def test_undeclared_categories_warn_and_stateful_transforms_refused(small_frame, small_bounds):
+    with pytest.warns(PrivacyLeakWarning, match="C\\(g\\)") as rec:
+        fit(small_frame, small_bounds, levels=None)
+    assert rec[0].filename == __file__  # the warning points at the user's line
+    with pytest.raises(PrivacyLeakError, match="standardize"):
+        dpreg.dp_ols("y ~ standardize(x)", small_frame, mu=1, bounds={"y": (-3, 5)},
+                     x_bound=2.0)
+    orc = dpreg.oracle("y ~ standardize(x)", small_frame)  # the oracle is non-private
+    assert not orc.private
+
+
+def test_covariates_clipped_to_declared_bounds(small_frame, small_bounds):
+    frame = small_frame.copy()
+    frame.loc[:9, "x"] = 50.0  # outside the declared (-1, 1)
+    model = dpreg.DPRegression.from_formula(FORMULA, frame, bounds=small_bounds,
+                                            levels=LEVELS)
+    j = model.exog_names.index("x")
+    assert model.design.exog[:, j].max() == 1.0
+    assert frame.loc[0, "x"] == 50.0  # the caller's data is untouched
+
+
+def test_eigenvalues_capped_at_public_bound(small_frame, small_bounds):
+    # At a tiny budget the private Hessian is pure noise; its eigenvalues are moved into
+    # [floor, hess_bound * x_bound^2], so no standard error comes from an impossible A.
+    res = fit(small_frame, small_bounds, mu=1e-3)
+    assert np.all(np.isfinite(res.bse)) and "public ranges" in res.summary().as_text()
 
 
 def test_unknown_column_and_non_numeric_outcome(small_frame):

@@ -47,7 +47,7 @@ class SGDSettings:
     noise_scale: float
     noise_multiplier: float
 
-    def denominator(self, n: int) -> float:
+    def denominator(self) -> float:
         """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson."""
         return float(self.batch_size)
 
@@ -78,8 +78,8 @@ def _block_size(batch_size: int, p: int) -> int:
     return int(min(1 << 15, max(256, (1 << 20) // max(batch_size, p, 1))))
 
 
-def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float,
-              settings: SGDSettings, theta0: np.ndarray, rng: np.random.Generator,
+def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
+              theta0: np.ndarray, rng: np.random.Generator,
               progress: bool = False) -> EngineOutput:
     """Run DP-SGD and return the averaged iterate with its random-scaling matrix.
 
@@ -87,8 +87,8 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
     ----------
     X, y : ndarray
         Contiguous float64 design and outcome.
-    family_code, family_c : int, float
-        Family dispatch code and tuning constant.
+    objective : dpreg.families.Objective
+        Family, tuning constants and row weights.
     settings : SGDSettings
     theta0 : ndarray
         Public starting point.
@@ -101,6 +101,8 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
     T = settings.steps
     m = settings.batch_size
     xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
+    w = np.ascontiguousarray(objective.weights, dtype=float)
+    code, c, tau = objective.family.code, float(objective.c), float(objective.tau)
     theta = np.array(theta0, dtype=float)
     ref = theta.copy()
     s_run = np.zeros(p)
@@ -113,7 +115,7 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
     n_traj = T // stride
     traj_avg = np.empty((n_traj, p))
     traj_iter = np.empty((n_traj, p))
-    inv_denom = 1.0 / settings.denominator(n)
+    inv_denom = 1.0 / settings.denominator()
     block = _block_size(m, p)
     noise_buf = np.empty((block, p))
     u_buf = np.empty(block * m)
@@ -135,7 +137,7 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
             noise = noise_buf[:b]
             rng.standard_normal(out=noise)
             status, done = _kernels.dpsgd_block(
-                X, y, xnorm, family_code, family_c, counts, u, noise, t_done,
+                X, y, xnorm, w, code, c, tau, counts, u, noise, t_done,
                 settings.lr, settings.lr_decay, settings.clip, inv_denom,
                 settings.noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
                 stride, traj_avg, traj_iter, clip_count)
@@ -150,7 +152,8 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, family_code: int, family_c: float
             bar.update(b)
     finally:
         bar.close()
-    q = m_acc / float(T) ** 3
+    q = np.triu(m_acc) + np.triu(m_acc, 1).T
+    q /= float(T) ** 3
     return EngineOutput(params=ref.copy(), last=theta.copy(), rs_q=q, steps=T,
                         trajectory_steps=stride * np.arange(1, n_traj + 1),
                         trajectory_avg=traj_avg, trajectory_iter=traj_iter,

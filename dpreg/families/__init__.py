@@ -1,18 +1,20 @@
 """Regression families and their registry.
 
-Adding a family means one module with a :class:`~dpreg.families.base.Family` record and
-one line in ``FAMILIES`` (plus its branch in the kernels' ``dloss`` dispatch).
+Adding a family means one module with a :class:`~dpreg.families.base.Family` record,
+one line in ``FAMILIES`` and its branch in the kernels' dispatch
+(:mod:`dpreg.engines._kernels`).
 """
 
 from dpreg.exceptions import OptionError
-from dpreg.families.base import Family
+from dpreg.families.base import Family, Objective, mallows_weights
+from dpreg.families.expectile import EXPECTILE
+from dpreg.families.huber import HUBER
 from dpreg.families.linear import LINEAR
+from dpreg.families.logistic import LOGISTIC
 
-__all__ = ["Family", "FAMILIES", "get_family"]
+__all__ = ["Family", "Objective", "FAMILIES", "get_family", "mallows_weights"]
 
-FAMILIES: dict[str, Family] = {
-    "linear": LINEAR,
-}
+FAMILIES: dict[str, Family] = {f.name: f for f in (LINEAR, HUBER, LOGISTIC, EXPECTILE)}
 
 
 def get_family(family: str | Family) -> Family:

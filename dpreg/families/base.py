@@ -1,20 +1,21 @@
 """The declarative description of a regression family (loss in the linear index).
 
-A family is a frozen record of jitted scalar functions of ``(y, eta, c)`` where ``eta``
-is the linear index ``x'theta`` and ``c`` the family's tuning constant, plus the
-bounds that privacy needs. Kernels do not receive these functions (that would defeat
-numba's on-disk cache, numba issue #2956); they dispatch on the integer ``code``
-through :func:`dpreg.engines._kernels.dloss`.
+A family is a frozen record of jitted scalar functions of ``(y, eta, c, tau)`` where
+``eta`` is the linear index ``x'theta``, ``c`` a truncation constant and ``tau`` a
+location (expectiles), plus the bounds that privacy needs. Kernels do not receive these
+functions (that would defeat numba's on-disk cache, numba issue #2956); they dispatch on
+the integer ``code`` in :mod:`dpreg.engines._kernels`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["Family"]
+__all__ = ["Family", "Objective", "mallows_weights"]
 
 
 @dataclass(frozen=True)
@@ -24,20 +25,27 @@ class Family:
     Attributes
     ----------
     name : str
-        Registry name, e.g. ``"linear"``.
+        Registry name, e.g. ``"huber"``.
     code : int
         Integer the numba kernels dispatch on.
     label : str
         Human-readable name for summaries.
     loss, dloss, d2loss : callable
-        Per-observation loss ``l(y, eta, c)`` and its first and second derivatives in
-        ``eta`` (jitted scalar functions).
-    psi_bound : float or None
-        Bound on ``|dloss|`` (``None`` when unbounded: gradients are then clipped).
-    hess_bound : float
-        Bound on ``d2loss``, used for the sensitivity of the private Hessian.
+        Per-observation loss ``l(y, eta, c, tau)`` and its first and second derivatives
+        in ``eta`` (jitted scalar functions).
+    psi_bound : callable
+        ``(c, tau) -> float or None``: bound on ``|dloss|``; ``None`` when unbounded
+        (gradients are then clipped at a norm derived from declared bounds).
+    hess_bound : callable
+        ``(c, tau) -> float``: bound on ``d2loss`` (sensitivity of the private Hessian).
     check_y : callable
-        Validates the outcome vector; raises :class:`~dpreg.exceptions.DataError`.
+        ``(y, name) -> None``; raises :class:`~dpreg.exceptions.DataError`.
+    default_c : float or None
+        Default truncation constant (``None``: the family has none).
+    uses_tau : bool
+        Whether ``tau`` is a parameter of the family.
+    mallows_default : bool
+        Whether Mallows weights are on by default (as in the paper that uses the family).
     """
 
     name: str
@@ -46,6 +54,65 @@ class Family:
     loss: Callable
     dloss: Callable
     d2loss: Callable
-    psi_bound: float | None
-    hess_bound: float
+    psi_bound: Callable[[float, float], float | None]
+    hess_bound: Callable[[float, float], float]
     check_y: Callable[[np.ndarray, str], None]
+    default_c: float | None = None
+    uses_tau: bool = False
+    mallows_default: bool = False
+
+    def describe(self, c: float, tau: float, weights: str | None) -> str:
+        """Label with the tuning constants, e.g. ``"Huber (c = 1.345), Mallows weights"``."""
+        parts = []
+        if self.default_c is not None and math.isfinite(c):
+            parts.append(f"c = {c:g}")
+        if self.uses_tau:
+            parts.append(f"tau = {tau:g}")
+        text = self.label + (f" ({', '.join(parts)})" if parts else "")
+        return text + (", Mallows weights" if weights == "mallows" else "")
+
+
+def mallows_weights(X: np.ndarray) -> np.ndarray:
+    """Mallows weights ``w(x) = min(1, 2 / ||x||^2)`` (ldp-sgd paper, Examples 1-3).
+
+    They make ``w(x) ||x|| <= sqrt(2)`` and ``w(x) ||x||^2 <= 2`` for every row, so a
+    bounded score ``psi`` gives a bounded gradient without any bound on the covariates.
+    The weight is a fixed public function of the row; it assumes covariates on a scale
+    where ``||x||^2 ~ 2`` is typical (the paper standardizes).
+    """
+    sq = np.einsum("ij,ij->i", X, X)
+    return np.minimum(1.0, 2.0 / np.maximum(sq, np.finfo(float).tiny))
+
+
+@dataclass(frozen=True, eq=False)
+class Objective:
+    """The loss a fit minimizes: ``sum_i w_i l(y_i, x_i' theta; c, tau)``.
+
+    Attributes
+    ----------
+    family : Family
+    c : float
+        Truncation constant (``inf`` where the family has none).
+    tau : float
+        Expectile location (0.5 where unused).
+    weights : ndarray (n,)
+        Row weights: Mallows weights or ones. A public function of each row.
+    mallows : bool
+    """
+
+    family: Family
+    c: float
+    tau: float
+    weights: np.ndarray
+    mallows: bool
+
+    @property
+    def psi_bound(self) -> float | None:
+        return self.family.psi_bound(self.c, self.tau)
+
+    @property
+    def hess_bound(self) -> float:
+        return self.family.hess_bound(self.c, self.tau)
+
+    def label(self) -> str:
+        return self.family.describe(self.c, self.tau, "mallows" if self.mallows else None)

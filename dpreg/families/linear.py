@@ -10,22 +10,22 @@ from numba import njit
 from dpreg.exceptions import DataError
 from dpreg.families.base import Family
 
-LINEAR_CODE = 0
+CODE = 0
 
 
 @njit(cache=True)
-def loss(y, eta, c):
+def loss(y, eta, c, tau):
     r = y - eta
     return 0.5 * r * r
 
 
 @njit(cache=True)
-def dloss(y, eta, c):
+def dloss(y, eta, c, tau):
     return eta - y
 
 
 @njit(cache=True)
-def d2loss(y, eta, c):
+def d2loss(y, eta, c, tau):
     return 1.0
 
 
@@ -34,5 +34,6 @@ def check_y(y: np.ndarray, name: str) -> None:
         raise DataError(f"outcome {name!r} must be numeric for the linear family")
 
 
-LINEAR = Family(name="linear", code=LINEAR_CODE, label="Linear (squared loss)", loss=loss,
-                dloss=dloss, d2loss=d2loss, psi_bound=None, hess_bound=1.0, check_y=check_y)
+LINEAR = Family(name="linear", code=CODE, label="Linear (squared loss)", loss=loss,
+                dloss=dloss, d2loss=d2loss, psi_bound=lambda c, tau: None,
+                hess_bound=lambda c, tau: 1.0, check_y=check_y)

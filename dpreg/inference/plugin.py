@@ -25,41 +25,47 @@ def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
     return X * scale[:, None]
 
 
-def hessian_matrix(X, y, theta, family, x_bound: float, clip: float) -> np.ndarray:
-    """Hessian of the clipped objective, ``n^{-1} sum_i w_i x~_i x~_i^T``.
+def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -> np.ndarray:
+    """Hessian of the clipped, weighted objective, ``n^{-1} sum_i h_i x~_i x~_i^T``.
 
-    ``w_i = l''(y_i, x_i' theta)`` for rows whose gradient is not clipped at ``clip`` and
-    0 for the others (see :func:`dpreg.engines._kernels.hessian_weights`); rows are
-    clipped to norm ``x_bound`` so that the sensitivity is ``2 hess_bound x_bound^2 / n``.
+    ``h_i = w_i l''(y_i, x_i' theta)`` for rows whose gradient is not clipped at ``clip``
+    and 0 for the others (see :func:`dpreg.engines._kernels.hessian_weights`). Rows are
+    clipped to norm ``x_bound`` when one is given, so that with Mallows weights the
+    per-row term is bounded by ``hess_bound * min(2, x_bound^2)``, without them by
+    ``hess_bound * x_bound^2``.
     """
-    Xc = clip_rows(X, x_bound)
+    Xc = X if x_bound is None else clip_rows(X, x_bound)
     xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
-    w = np.empty(X.shape[0])
-    _kernels.hessian_weights(X, y, xnorm, family.code, 0.0, np.asarray(theta, float), clip, w)
-    w = np.clip(w, 0.0, family.hess_bound)
-    return (Xc * w[:, None]).T @ Xc / X.shape[0]
+    h = np.empty(X.shape[0])
+    _kernels.hessian_weights(X, y, xnorm, objective.weights, objective.family.code,
+                             objective.c, objective.tau, np.asarray(theta, float), clip, h)
+    h = np.clip(h, 0.0, objective.hess_bound)
+    return (Xc * h[:, None]).T @ Xc / X.shape[0]
 
 
-def score_matrix(X, y, theta, family, clip: float) -> np.ndarray:
-    """``n^{-1} sum_i g~_i g~_i^T`` with per-example gradients clipped at ``clip``."""
+def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
+    """``n^{-1} sum_i g~_i g~_i^T`` with weighted per-example gradients clipped at ``clip``."""
     xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
     g = np.empty_like(X)
-    _kernels.clipped_gradients(X, y, xnorm, family.code, 0.0, np.asarray(theta, float), clip, g)
+    _kernels.clipped_gradients(X, y, xnorm, objective.weights, objective.family.code,
+                               objective.c, objective.tau, np.asarray(theta, float), clip, g)
     return g.T @ g / X.shape[0]
 
 
-def floor_eigenvalues(M: np.ndarray, floor: float) -> tuple[np.ndarray, int]:
-    """Symmetrize and raise eigenvalues below ``floor`` to ``floor``; return the count raised.
+def floor_eigenvalues(M: np.ndarray, floor: float,
+                      cap: float = np.inf) -> tuple[np.ndarray, int]:
+    """Symmetrize and move eigenvalues into ``[floor, cap]``; return how many moved.
 
-    This projects a noisy symmetric matrix onto ``{M : M >= floor I}`` in Frobenius norm
-    (the thresholding of Chen et al. 2020, used by the ldp-sgd paper); it is
-    post-processing of a private matrix.
+    This projects a noisy symmetric matrix onto ``{M : floor I <= M <= cap I}`` in
+    Frobenius norm (the thresholding of Chen et al. 2020, used by the ldp-sgd paper);
+    ``cap`` is a public upper bound (what the matrix can be at most), so a noisy
+    eigenvalue above it is known to be wrong. Post-processing of a private matrix.
     """
     sym = (M + M.T) / 2
     vals, vecs = np.linalg.eigh(sym)
-    raised = int(np.sum(vals < floor))
-    vals = np.maximum(vals, floor)
-    return (vecs * vals) @ vecs.T, raised
+    moved = int(np.sum((vals < floor) | (vals > cap)))
+    vals = np.clip(vals, floor, cap)
+    return (vecs * vals) @ vecs.T, moved
 
 
 def path_variance(A: np.ndarray, S: np.ndarray, noise_scale: float,
