@@ -211,6 +211,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
                             "missing='drop' to drop incomplete rows, or fill them")
     y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
                              NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
+    y_info = y_df.design_info
     if binary_outcome and y_df.shape[1] == 2:
         y_df = y_df.iloc[:, [1]]
     if y_df.shape[1] != 1:
@@ -224,8 +225,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
     check_finite_full_rank(y, X, endog_name, exog_names)
     design_info = X_df.design_info
     x_norm, undeclared = _row_norm_bound(design_info, bounds)
-    undeclared_levels, stateful = _read_off_data([y_df.design_info, design_info], data)
-    lhs_factors = [f.name() for t in y_df.design_info.terms for f in t.factors]
+    undeclared_levels, stateful = _read_off_data([y_info, design_info], data)
+    lhs_factors = [f.name() for t in y_info.terms for f in t.factors]
     variables = set(lhs_factors) | {f.name() for t in design_info.terms for f in t.factors}
     unknown = [k for k in bounds if k not in variables and k not in data.columns]
     if unknown:
