@@ -102,6 +102,8 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     """
     n, p = X.shape
     pos = 0
+    # steps until the next trajectory snapshot (a countdown, not a modulo per step)
+    to_snap = traj_stride - t0 % traj_stride if traj_stride > 0 else -1
     for b in range(counts.shape[0]):
         t = t0 + b + 1
         k = counts[b]
@@ -137,7 +139,9 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             sa = s_run[a]
             for bb in range(a, p):
                 m_acc[a, bb] += sa * s_run[bb]
-        if traj_stride > 0 and t % traj_stride == 0:
+        to_snap -= 1
+        if to_snap == 0:
+            to_snap = traj_stride
             row = t // traj_stride - 1
             if row < traj_avg.shape[0]:
                 for j in range(p):
