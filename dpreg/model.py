@@ -193,8 +193,12 @@ class DPRegression:
         ``x_bound`` comes from the declared bounds (an intercept or a dummy column is
         bounded by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's
         declared bounds, so that a residual up to half the outcome's range is not
-        clipped. ``lr = 1 / x_bound^2``, which makes every single-example step a
-        contraction; larger steps let the noisy iterates wander into the clipping
+        clipped. ``lr = lr_scale / kappa`` with ``kappa = hess_bound * x_bound^2`` (or
+        ``hess_bound * 2`` with Mallows weights) the public bound on a row's curvature;
+        ``lr_scale`` is 1 for the linear family, which makes every single-example step a
+        contraction, and 1/4 for families whose score is curved (the average of noisy
+        iterates is then biased in proportion to the step size; see
+        :class:`dpreg.families.Family`); larger steps let the noisy iterates wander into the clipping
         region, where the path's effective Hessian is smaller than the plug-in's and
         plug-in intervals undercover (measured in the validation runs).
         """
@@ -344,7 +348,7 @@ class DPRegression:
             self._leak(f"no bounds declared for the outcome {design.endog_name!r} and no "
                        f"clip given: gradients are clipped at clip = {clip:.4g} (a unit "
                        "residual). Declare bounds or clip=", opts.strict)
-        lr = opts.lr if opts.lr is not None else 1.0 / (obj.hess_bound * row_sq)
+        lr = opts.lr if opts.lr is not None else obj.family.lr_scale / (obj.hess_bound * row_sq)
         if opts.batch_size is not None and opts.batch_size > n:
             raise OptionError(f"batch_size = {opts.batch_size} exceeds the number of rows "
                               f"n = {n}")
