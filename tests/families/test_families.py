@@ -108,6 +108,20 @@ def test_huber_oracle_equals_rlm_with_unit_scale():
     np.testing.assert_allclose(orc.params, ref.params, rtol=1e-8)
 
 
+@pytest.mark.parametrize("tau", [0.3, 0.8])
+def test_expectile_oracle_equals_rlm_mquantile(tau):
+    # statsmodels' MQuantileNorm(q, HuberT(c)) is |q - 1{r < 0}| h_c(r): the robust
+    # expectile loss. With the scale fixed at 1 and no weights the estimators coincide.
+    from statsmodels.robust.norms import MQuantileNorm
+
+    sim = _sim(seed=7)
+    orc = dpreg.oracle(sim.formula, sim.data, family="expectile", tau=tau, weights=None)
+    rlm = sm.RLM.from_formula(sim.formula, sim.data, M=MQuantileNorm(tau, HuberT(t=1.345)))
+    ref = rlm.fit(scale_est=lambda model, resid: 1.0, update_scale=False, conv="coefs",
+                  tol=1e-12, maxiter=1000)
+    np.testing.assert_allclose(orc.params, ref.params, rtol=1e-7)
+
+
 def test_expectile_oracle_solves_its_estimating_equation():
     sim = _sim(seed=5)
     model = dpreg.DPRegression.from_formula(sim.formula, sim.data, family="expectile",
