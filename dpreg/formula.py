@@ -106,6 +106,31 @@ def _apply_levels(data: pd.DataFrame, levels: Mapping[str, Sequence] | None) -> 
     return data.assign(**out)
 
 
+def _check_columns(formula: str, data: pd.DataFrame, levels) -> None:
+    """Columns of the formula: infinities are errors (before any clipping could hide
+    them), and a text column whose values are mostly numbers is a data error, not a
+    category: patsy would silently turn it into one dummy per distinct value."""
+    words = set(_WORD.findall(formula))
+    for col in data.columns:
+        s = data[col]
+        if str(col) in words and pd.api.types.is_numeric_dtype(s.dtype) \
+                and not pd.api.types.is_bool_dtype(s.dtype):
+            n_inf = int(np.isinf(s.to_numpy(dtype=float, na_value=np.nan)).sum())
+            if n_inf:
+                raise DataError(f"column {col!r} has {n_inf} infinite value(s); remove or "
+                                "recode them")
+        if str(col) not in words or col in (levels or {}) or not (
+                pd.api.types.is_object_dtype(s.dtype) or pd.api.types.is_string_dtype(s.dtype)):
+            continue
+        values = s.dropna()
+        numeric = pd.to_numeric(values, errors="coerce")
+        bad = values[numeric.isna()]
+        if len(values) and len(bad) and numeric.notna().mean() >= 0.9:
+            raise DataError(f"column {col!r} mixes numbers and text (e.g. {bad.iloc[0]!r} in row "
+                            f"{bad.index[0]!r}); convert it with pandas.to_numeric or, if it "
+                            "is categorical, declare its categories with levels=")
+
+
 def _declared_categorical(s: pd.Series) -> bool:
     return isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype)
 
@@ -198,6 +223,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
         raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
     missing = check_missing(missing)
     data = _plain_dtypes(_check_frame(data))
+    _check_columns(formula, data, levels)
     bounds = _normalize_bounds(check_bounds(bounds), data)
     data = _apply_levels(data, levels)
     clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}

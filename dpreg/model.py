@@ -17,7 +17,8 @@ import numpy as np
 
 from dpreg.design import Design, design_from_arrays
 from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
-from dpreg.exceptions import OptionError, PrivacyLeakError, PrivacyLeakWarning
+from dpreg.exceptions import (BudgetExceededError, OptionError, PrivacyLeakError,
+                              PrivacyLeakWarning)
 from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
 from dpreg.inference.plugin import (floor_eigenvalues, hessian_matrix, path_variance,
@@ -35,6 +36,8 @@ from dpreg.results import DPRegressionResults
 __all__ = ["DPRegression"]
 
 PATH, HESSIAN, SCORE = "DP-SGD path", "Hessian A", "score covariance S"
+#: Beyond this noise multiplier a release is pure noise (and float64 variances overflow).
+MAX_NOISE_MULTIPLIER = 1e12
 
 
 @dataclass(frozen=True)
@@ -239,10 +242,22 @@ class DPRegression:
                         adjacency=adjacency))
             return events
 
-        events = calibrate_to_budget(request, build)
-        ledger = Ledger(request, delta=request.delta or _report_delta(n))
-        for event in events:  # checked before any data is touched
-            ledger.record(event)
+        try:
+            events = calibrate_to_budget(request, build)
+            ledger = Ledger(request, delta=request.delta or _report_delta(n))
+            for event in events:  # checked before any data is touched
+                ledger.record(event)
+        except BudgetExceededError as err:
+            raise BudgetExceededError(
+                f"the budget {request.describe()} is too small to calibrate the noise for "
+                f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}: increase it "
+                f"({err})") from None
+        useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
+        if useless:
+            raise BudgetExceededError(
+                f"the budget {request.describe()} is too small to run: it needs noise "
+                f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
+                "would carry no information about the data; increase it")
         by_name = {e.name: e for e in events}
         path = by_name[PATH]
         settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,

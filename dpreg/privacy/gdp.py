@@ -76,7 +76,8 @@ def _log_uniform_bracket(a):
         e1 = special.erf(1.5 * s / _SQRT2)
         diff = _g_series(1.5 * s / _SQRT2) - 3.0 * _g_series(0.5 * s / _SQRT2)
         em = np.expm1(s * s)
-        out[small] = np.log(0.5 * (em * (1.0 + e1) + diff))
+        with np.errstate(divide="ignore"):  # B underflows to 0 for s -> 0: log B = -inf
+            out[small] = np.log(0.5 * (em * (1.0 + e1) + diff))
     if np.any(~small):
         b = a[~small]
         log_phi = special.log_ndtr(1.5 * b)
