@@ -56,12 +56,6 @@ __all__ = [
     "audit_gaussian_mechanism", "audit_matrix_mechanism", "audit_dpsgd",
 ]
 
-#: Thresholds tried on the selection half: every pooled value up to this many, else the
-#: ``_TAIL`` smallest and largest values and evenly spaced order statistics in between.
-MAX_CANDIDATES = 6000
-_TAIL = 1500
-
-
 # --------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class AuditResult:
@@ -217,26 +211,26 @@ def clopper_pearson(k, n, alpha=0.05):
     return np.asarray(low, dtype=float), np.asarray(upp, dtype=float)
 
 
-def _epsilon_from_counts(fp, n_neg, fn, n_pos, delta, alpha):
-    """(eps_lower, fpr_u, fnr_u) from false-positive/negative counts (vectorized)."""
-    _, fpr_u = clopper_pearson(fp, n_neg, alpha)
-    _, fnr_u = clopper_pearson(fn, n_pos, alpha)
+def _epsilon_from_upper(fpr_u, fnr_u, delta):
+    """max(log((1 - delta - fnr_u)/fpr_u), log((1 - delta - fpr_u)/fnr_u), 0), vectorized."""
     fpr_u, fnr_u = np.asarray(fpr_u, float), np.asarray(fnr_u, float)
     with np.errstate(divide="ignore", invalid="ignore"):
         a = np.log(np.maximum(1.0 - delta - fnr_u, 0.0)) - np.log(fpr_u)
         b = np.log(np.maximum(1.0 - delta - fpr_u, 0.0)) - np.log(fnr_u)
-    eps = np.maximum(np.maximum(np.nan_to_num(a, nan=0.0, neginf=0.0),
-                                np.nan_to_num(b, nan=0.0, neginf=0.0)), 0.0)
-    return eps, fpr_u, fnr_u
+    a = np.nan_to_num(a, nan=0.0, neginf=0.0)
+    b = np.nan_to_num(b, nan=0.0, neginf=0.0)
+    return np.maximum(np.maximum(a, b), 0.0)
 
 
-def _candidates(pooled_sorted):
-    u = np.unique(pooled_sorted)
-    if u.size <= MAX_CANDIDATES:
-        return u
-    mid = u[_TAIL:-_TAIL]
-    grid = mid[np.linspace(0, mid.size - 1, MAX_CANDIDATES - 2 * _TAIL).astype(int)]
-    return np.concatenate([u[:_TAIL], grid, u[-_TAIL:]])
+def _gaps(pooled):
+    """Thresholds midway between consecutive distinct pooled scores.
+
+    A midpoint, not a score itself: the rule "D if score > t" makes the same errors on
+    the selection half for any t in the gap, and the gap's centre favours neither
+    sample on the evaluation half.
+    """
+    u = np.unique(pooled)
+    return 0.5 * (u[:-1] + u[1:]) if u.size > 1 else u
 
 
 def _counts(pos_sorted, neg_sorted, t):
@@ -280,10 +274,10 @@ def epsilon_lower_bound(scores_d, scores_dprime, delta, alpha=0.05, rng=None):
     Notes
     -----
     The runs of each data set are split in halves. On the first halves every threshold
-    among the pooled scores (thinned to at most ``MAX_CANDIDATES``, keeping the tails
-    whole) and both directions are tried, and the one with the largest bound (the same
-    formula on the first halves) is kept. The rates of that single test on the second
-    halves, with Clopper-Pearson upper bounds at ``1 - alpha/2`` each, give
+    midway between consecutive pooled scores and both directions are tried, and the one
+    with the largest bound (the same formula on the first halves) is kept. The rates of
+    that single test on the second halves, with Clopper-Pearson upper bounds at
+    ``1 - alpha/2`` each, give
     ``max(log((1 - delta - fnr_u)/fpr_u), log((1 - delta - fpr_u)/fnr_u), 0)``; see the
     module notes (Jagielski, Ullman and Oprea 2020; Nasr et al. 2021).
     """
@@ -301,23 +295,30 @@ def epsilon_lower_bound(scores_d, scores_dprime, delta, alpha=0.05, rng=None):
     sel_d, ev_d = sd[:hd], sd[hd:]
     sel_dp, ev_dp = sdp[:hdp], sdp[hdp:]
 
+    # Clopper-Pearson upper bounds for every possible count, computed once: every
+    # threshold is then scored by table look-up.
+    upper_fp = clopper_pearson(np.arange(sel_dp.size + 1), sel_dp.size, alpha)[1]
+    upper_fn = clopper_pearson(np.arange(sel_d.size + 1), sel_d.size, alpha)[1]
     best = (-1.0, 0.0, "greater")
     for direction, sign in (("greater", 1.0), ("less", -1.0)):
         pos, neg = np.sort(sign * sel_d), np.sort(sign * sel_dp)
-        cand = _candidates(np.concatenate([pos, neg]))
+        cand = _gaps(np.concatenate([pos, neg]))
         fn, fp = _counts(pos, neg, cand)
-        eps, _, _ = _epsilon_from_counts(fp, neg.size, fn, pos.size, delta, alpha)
+        eps = _epsilon_from_upper(upper_fp[fp], upper_fn[fn], delta)
         i = int(np.argmax(eps))
         if eps[i] > best[0]:
             best = (float(eps[i]), float(sign * cand[i]), direction)
     _, threshold, direction = best
     sign = 1.0 if direction == "greater" else -1.0
     fn, fp = _counts(np.sort(sign * ev_d), np.sort(sign * ev_dp), sign * threshold)
-    eps, fpr_u, fnr_u = _epsilon_from_counts(fp, ev_dp.size, fn, ev_d.size, delta, alpha)
+    fpr_u = clopper_pearson(int(fp), ev_dp.size, alpha)[1]
+    fnr_u = clopper_pearson(int(fn), ev_d.size, alpha)[1]
+    eps = _epsilon_from_upper(fpr_u, fnr_u, delta)
     return AuditResult(epsilon_lower=float(eps), threshold=threshold, direction=direction,
-                       fpr=fp / ev_dp.size, fnr=fn / ev_d.size, fpr_upper=float(fpr_u),
-                       fnr_upper=float(fnr_u), n_runs=sd.size + sdp.size,
-                       n_eval=ev_d.size + ev_dp.size, delta=delta, alpha=float(alpha))
+                       fpr=float(fp / ev_dp.size), fnr=float(fn / ev_d.size),
+                       fpr_upper=float(fpr_u), fnr_upper=float(fnr_u),
+                       n_runs=sd.size + sdp.size, n_eval=ev_d.size + ev_dp.size,
+                       delta=delta, alpha=float(alpha))
 
 
 # --------------------------------------------------------------------------- audits

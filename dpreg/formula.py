@@ -82,6 +82,9 @@ def _patsy_call(fn, *args, **kwargs):
             raise DataError(f"missing values and missing='raise': {msg.splitlines()[0]}; "
                             "use missing='drop' to drop incomplete rows") from None
         raise FormulaError(f"cannot build the design from the formula: {msg.splitlines()[0]}") from None
+    except (ValueError, TypeError, KeyError, IndexError) as err:  # raised inside patsy
+        raise DataError(f"cannot build the design from these data: {type(err).__name__}: "
+                        f"{err}") from None
 
 
 def _apply_levels(data: pd.DataFrame, levels: Mapping[str, Sequence] | None) -> pd.DataFrame:
@@ -223,6 +226,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
         raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
     missing = check_missing(missing)
     data = _plain_dtypes(_check_frame(data))
+    if len(data) == 0:
+        raise DataError("data has no rows")
     _check_columns(formula, data, levels)
     bounds = _normalize_bounds(check_bounds(bounds), data)
     data = _apply_levels(data, levels)

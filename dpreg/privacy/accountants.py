@@ -188,7 +188,16 @@ def _rdp_accountant(events) -> RdpAccountant:
     relation = _NR.REPLACE_ONE if events[0].adjacency == "replace-one" else _NR.ADD_OR_REMOVE_ONE
     acc = RdpAccountant(neighboring_relation=relation)
     for e in events:
-        acc.compose(e.to_dp_accounting())
+        try:
+            acc.compose(e.to_dp_accounting())
+        except (ValueError, OverflowError):
+            # dp-accounting's without-replacement bound evaluates log1p(-exp(-1/s^2)),
+            # which fails for huge noise multipliers s. Subsampling never hurts: two
+            # replace-one neighbours give subsamples that differ in at most one row, so
+            # the unsampled Gaussian's RDP alpha / (2 s^2), self-composed, is an upper
+            # bound (and at such s both are ~0).
+            acc.compose(dp_accounting.SelfComposedDpEvent(
+                dp_accounting.GaussianDpEvent(float(e.noise_multiplier)), int(e.count)))
     return acc
 
 

@@ -214,3 +214,16 @@ def test_discretization_is_a_power_of_two_and_bounded():
     big = Event("A", 1.0, 1 / 50.0, "add/remove")  # mu = 50 next to a tiny path step
     vdi = pld_discretization([ev, big])
     assert (20 * 50 + 50 ** 2) / vdi <= 1e6  # grid capped at ~1e6 points
+
+
+def test_uniform_rdp_with_huge_noise_does_not_crash():
+    # dp-accounting's without-replacement RDP bound fails (log of 0) for huge noise
+    # multipliers; the fallback is the unsampled Gaussian bound, an upper bound.
+    from dpreg.privacy.accountants import rigorous_epsilon
+    from dpreg.privacy.events import GaussianMechanismEvent
+
+    e = GaussianMechanismEvent(name="p", sensitivity=2.0, noise_std=2e9,
+                               adjacency="replace-one", sampling="uniform",
+                               sample_size=4, population=20, count=20)
+    eps, _ = rigorous_epsilon([e], 1e-6)
+    assert 0 <= eps < 1e-6
