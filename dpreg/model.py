@@ -270,7 +270,8 @@ class DPRegression:
         theta0 = self._start(opts.start_params)
         out = run_dpsgd(X, y, objective=self.objective, settings=settings,
                         theta0=theta0, rng=rng_path, progress=opts.progress)
-        inferences, cov, notes = self._inference(out, settings, by_name, pub, rng_matrix)
+        inferences, cov = self._inference(out, settings, by_name, pub, rng_matrix)
+        notes: tuple[str, ...] = ()
         if request.unit == "rho":
             notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
                       "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "
@@ -391,7 +392,7 @@ class DPRegression:
         m = float(settings.batch_size)
         epochs = settings.epochs(n)
         if HESSIAN not in events:
-            return {"rs": rs_inference(out.rs_q, epochs)}, None, ()
+            return {"rs": rs_inference(out.rs_q, epochs)}, None
         X, y = self.design.exog, self.design.endog
         A_hat = hessian_matrix(X, y, out.params, self.objective, pub.x_bound, pub.clip)
         S_hat = score_matrix(X, y, out.params, self.objective, pub.clip)
@@ -411,7 +412,7 @@ class DPRegression:
         plugin, cov = plugin_inference(V, W, n, settings.steps, note)
         rs = rs_inference(out.rs_q, epochs, V=V, W=W, n=n, steps=settings.steps,
                           batch_size=m)
-        return {"plugin": plugin, "rs": rs}, cov, ()
+        return {"plugin": plugin, "rs": rs}, cov
 
 
 def _family_constants(family: Family, c, tau, weights) -> tuple[float, float, bool]:

@@ -98,6 +98,7 @@ class DPRegressionResults:
 
     @cached_property
     def bse(self) -> pd.Series:
+        """Standard errors (private plug-in for a private fit); raises if none exist."""
         inf = self._standard_error_inference()
         return self._series(inf.scale, "bse")
 
@@ -111,6 +112,7 @@ class DPRegressionResults:
 
     @cached_property
     def tvalues(self) -> pd.Series:
+        """``params / bse``: Wald statistics against zero."""
         return self._series(self.params.to_numpy() / self.bse.to_numpy(), "tvalues")
 
     @property
@@ -120,6 +122,7 @@ class DPRegressionResults:
 
     @cached_property
     def pvalues(self) -> pd.Series:
+        """Two-sided p-values of ``H0: theta_j = 0`` by the fit's ``cov_type``."""
         return self.pvalues_by(None)
 
     def pvalues_by(self, method: str | None = None) -> pd.Series:
@@ -152,6 +155,7 @@ class DPRegressionResults:
 
     @property
     def df_resid(self) -> int:
+        """``nobs`` minus the number of coefficients."""
         return self.nobs - len(self._names)
 
     def predict(self, exog=None) -> np.ndarray:

@@ -171,11 +171,11 @@ def hessian_weights(X, y, xnorm, w, code, c, tau, theta, clip, out):
     paper s.2.5).
     """
     for i in range(X.shape[0]):
-        _, clipped = clipped_psi(X, y, xnorm, w, i, code, c, tau, theta, clip)
-        if clipped:
+        eta = linear_index(X, i, theta)
+        if abs(w[i] * dloss(code, y[i], eta, c, tau)) * xnorm[i] > clip:
             out[i] = 0.0
         else:
-            out[i] = w[i] * d2loss(code, y[i], linear_index(X, i, theta), c, tau)
+            out[i] = w[i] * d2loss(code, y[i], eta, c, tau)
 
 
 @njit(cache=True)
