@@ -217,6 +217,8 @@ class DPRegression:
         if opts.diagnostics:
             self._leak("diagnostics=True attaches the count of clipped gradients, a "
                        "non-private statistic of the data", opts.strict)
+        if opts.engine != "dpsgd":
+            return _ENGINE_FITS[opts.engine]()(self, opts, request)
         pub = self._public_settings(opts)
         split = opts.split()
         adjacency = "replace-one" if opts.sampling == "uniform" else "add/remove"
@@ -413,6 +415,28 @@ class DPRegression:
         rs = rs_inference(out.rs_q, epochs, V=V, W=W, n=n, steps=settings.steps,
                           batch_size=m)
         return {"plugin": plugin, "rs": rs}, cov
+
+
+def _fit_ldp_sgd():
+    from dpreg.stream import fit_ldp_sgd
+
+    return fit_ldp_sgd
+
+
+def _fit_dpgd():
+    from dpreg.fit_dpgd import fit_dpgd
+
+    return fit_dpgd
+
+
+def _fit_adassp():
+    from dpreg.fit_dpgd import fit_adassp
+
+    return fit_adassp
+
+
+#: Engines other than DP-SGD live in their own modules: ``fit(model, opts, request)``.
+_ENGINE_FITS = {"ldp_sgd": _fit_ldp_sgd, "dpgd": _fit_dpgd, "adassp": _fit_adassp}
 
 
 def _family_constants(family: Family, c, tau, weights) -> tuple[float, float, bool]:

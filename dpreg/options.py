@@ -18,10 +18,21 @@ from dpreg.engines import ENGINES
 from dpreg.exceptions import OptionError
 from dpreg.privacy.request import split_budget
 
-__all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES", "SAMPLINGS"]
+__all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES",
+           "ENGINE_COV_TYPES", "AGGREGATES", "SAMPLINGS"]
 
-PLANNED_ENGINES = ("ldp_sgd", "dpgd", "adassp")
-COV_TYPES = ("plugin", "rs")
+#: Interval constructions each engine offers (``cov_type`` and ``conf_int(method=)``).
+ENGINE_COV_TYPES = {
+    "dpsgd": ("plugin", "rs"),
+    "ldp_sgd": ("rs", "plugin", "batch_means"),
+    "dpgd": ("batch_means", "checkpoints", "runs"),
+    "adassp": ("plugin",),
+}
+COV_TYPES = tuple(dict.fromkeys(c for cs in ENGINE_COV_TYPES.values() for c in cs))
+AGGREGATES = ("last", "mean", "ema", "upa")
+#: Default step-size decay per engine: 0.501 for DP-SGD (dpsgd-inference paper), 0.51 for
+#: LDP-SGD (ldp-sgd paper, s.5). DP-GD uses a constant step.
+DEFAULT_LR_DECAY = {"dpsgd": 0.501, "ldp_sgd": 0.51}
 SAMPLINGS = ("uniform", "poisson")
 MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
                  "eval_env")
@@ -40,13 +51,13 @@ class FitOptions:
     delta: float | None = None
     rho: float | None = None
     engine: str = "dpsgd"
-    cov_type: str = "plugin"
+    cov_type: str | None = None
     batch_size: int | None = None
     sampling: str = "uniform"
     steps: int | None = None
     clip: float | None = None
     lr: float | None = None
-    lr_decay: float = 0.501
+    lr_decay: float | None = None
     x_bound: float | None = None
     budget_split: Mapping[str, float] | None = None
     random_state: Any = None
@@ -54,14 +65,42 @@ class FitOptions:
     strict: bool = False
     start_params: Any = None
     diagnostics: bool = False
+    n_batches: int | None = None
+    n_estimates: int = 10
+    burn_in: int = 20
+    aggregate: str = "mean"
+    ema_beta: float = 0.999
+    upa_k: int | None = None
+    runs: int = 1
 
     def __post_init__(self):
         if self.engine not in ENGINES:
-            if self.engine in PLANNED_ENGINES:
-                raise OptionError(f"engine {self.engine!r} is not available in this version; "
-                                  f"available: {ENGINES}")
             raise OptionError(f"unknown engine {self.engine!r}; choose one of {ENGINES}")
-        _choice("cov_type", self.cov_type, COV_TYPES)
+        allowed = ENGINE_COV_TYPES[self.engine]
+        if self.cov_type is None:
+            object.__setattr__(self, "cov_type", allowed[0])
+        if self.cov_type not in allowed:
+            raise OptionError(f"cov_type {self.cov_type!r} is not available with engine "
+                              f"{self.engine!r}; choose one of {allowed}")
+        if self.lr_decay is None and self.engine in DEFAULT_LR_DECAY:
+            object.__setattr__(self, "lr_decay", DEFAULT_LR_DECAY[self.engine])
+        _choice("aggregate", self.aggregate, AGGREGATES)
+        _positive_int("n_batches", self.n_batches)
+        _positive_int("n_estimates", self.n_estimates)
+        _positive_int("upa_k", self.upa_k)
+        _positive_int("runs", self.runs)
+        if self.n_batches is not None and self.n_batches < 2:
+            raise OptionError(f"n_batches must be at least 2 (batch means need a spread), "
+                              f"got {self.n_batches}")
+        if self.n_estimates < 2:
+            raise OptionError(f"n_estimates must be at least 2 (a t interval needs a "
+                              f"spread), got {self.n_estimates}")
+        if isinstance(self.burn_in, bool) or not isinstance(self.burn_in, numbers.Integral) \
+                or self.burn_in < 0:
+            raise OptionError(f"burn_in must be a non-negative integer, got {self.burn_in!r}")
+        if isinstance(self.ema_beta, bool) or not isinstance(self.ema_beta, numbers.Real) \
+                or not 0 < self.ema_beta < 1:
+            raise OptionError(f"ema_beta must be in (0, 1), got {self.ema_beta!r}")
         _choice("sampling", self.sampling, SAMPLINGS)
         _positive_int("batch_size", self.batch_size)
         _positive_int("steps", self.steps)
@@ -71,7 +110,12 @@ class FitOptions:
         _positive("clip", self.clip)
         _positive("lr", self.lr)
         _positive("x_bound", self.x_bound)
-        if not isinstance(self.lr_decay, numbers.Real) or not 0.5 < self.lr_decay < 1:
+        if self.engine not in DEFAULT_LR_DECAY:
+            if self.lr_decay not in (None, 0, 0.0):
+                raise OptionError(f"lr_decay does not apply to engine {self.engine!r} "
+                                  f"(constant step), got {self.lr_decay!r}")
+        elif isinstance(self.lr_decay, bool) or not isinstance(self.lr_decay, numbers.Real) \
+                or not 0.5 < self.lr_decay < 1:
             raise OptionError(f"lr_decay must be in (0.5, 1) (Theorem 2 needs "
                               f"eta_t = lr * t^-lr_decay with lr_decay in (1/2, 1)), "
                               f"got {self.lr_decay!r}")

@@ -126,7 +126,7 @@ def test_bad_budgets(small_frame, small_bounds, kw, match):
 
 @pytest.mark.parametrize("kw, match", [
     ({"engine": "sgd"}, "engine"),
-    ({"engine": "dpgd"}, "not available"),
+    ({"engine": "dpgd", "cov_type": "rs"}, "not available with engine"),
     ({"cov_type": "hc3"}, "cov_type"),
     ({"sampling": "cyclic"}, "sampling"),
     ({"batch_size": 0}, "batch_size"),

@@ -7,6 +7,6 @@ pre-validated settings and returns an :class:`~dpreg.engines.output.EngineOutput
 from dpreg.engines.dpsgd import SGDSettings, default_schedule, run_dpsgd
 from dpreg.engines.output import EngineOutput
 
-ENGINES = ("dpsgd",)
+ENGINES = ("dpsgd", "ldp_sgd", "dpgd", "adassp")
 
 __all__ = ["ENGINES", "EngineOutput", "SGDSettings", "default_schedule", "run_dpsgd"]
