@@ -1,6 +1,7 @@
 """dpreg: differentially private regression with valid statistical inference.
 
-Formula front ends (:func:`dp_ols`), the model class (:class:`DPRegression`), the
+Formula front ends (:func:`dp_ols`), the model class (:class:`DPRegression`), streams
+under local DP (:class:`LDPStream`), the
 non-private benchmark (:func:`oracle`), side-by-side tables (:func:`summary_col`), the
 privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
@@ -13,12 +14,14 @@ from dpreg.exceptions import (BudgetExceededError, ConvergenceError, Convergence
 from dpreg.model import DPRegression
 from dpreg.oracle import oracle
 from dpreg.results import DPRegressionResults
+from dpreg.stream import LDPStream
 from dpreg.summary import summary_col
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "DPRegression", "DPRegressionResults", "oracle", "summary_col", "datasets",
+    "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "DPRegression", "DPRegressionResults",
+    "LDPStream", "oracle", "summary_col", "datasets",
     "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
     "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",
     "PrivacyLeakWarning", "ConvergenceWarning",

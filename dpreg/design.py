@@ -53,6 +53,9 @@ class Design:
     stateful : tuple of str
         Terms using stateful transforms (``standardize``, ``center``, splines), whose
         constants are computed from the data.
+    design_info, endog_info : patsy.DesignInfo or None
+        How patsy built the columns of ``exog`` and ``endog`` (formulas only): used to
+        build the same columns for new data (``predict``, chunks of a stream).
     """
 
     endog: np.ndarray
@@ -67,6 +70,7 @@ class Design:
     undeclared_levels: tuple[str, ...] = ()
     stateful: tuple[str, ...] = ()
     design_info: Any = field(default=None, repr=False)
+    endog_info: Any = field(default=None, repr=False)
 
     @property
     def nobs(self) -> int:
@@ -111,8 +115,12 @@ def check_missing(missing: str) -> str:
 
 
 def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
-                           exog_names: tuple[str, ...]) -> None:
-    """Raise :class:`DataError` for empty data, non-finite values or collinear columns."""
+                           exog_names: tuple[str, ...], *, rank: bool = True) -> None:
+    """Raise :class:`DataError` for empty data, non-finite values or collinear columns.
+
+    ``rank=False`` skips the identification checks (``n >= p``, full column rank): a
+    chunk of a stream may have fewer rows than columns.
+    """
     n, p = exog.shape
     if n == 0:
         raise DataError("no rows left after removing rows with missing values; "
@@ -128,6 +136,8 @@ def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
         names = [exog_names[j] for j in np.flatnonzero(bad)]
         raise DataError(f"design column(s) {names} have non-finite values (inf); "
                         "remove or recode them")
+    if not rank:
+        return
     if n < p:
         raise DataError(f"more regressors ({p}) than rows ({n}): the model is not identified")
     # Collinearity: a column whose pivoted-QR diagonal is negligible depends on the others.

@@ -24,7 +24,7 @@ import patsy
 from dpreg.design import Design, check_bounds, check_finite_full_rank, check_missing
 from dpreg.exceptions import DataError, FormulaError, OptionError
 
-__all__ = ["build_design", "build_exog"]
+__all__ = ["build_design", "build_exog", "build_chunk", "column_kinds", "capture_env"]
 
 _NAME_ERROR = re.compile(r"name '([^']+)' is not defined")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -197,7 +197,7 @@ def _normalize_bounds(bounds, data: pd.DataFrame) -> dict[str, tuple[float, floa
 def build_design(formula: str, data, *, missing: str = "drop",
                  bounds: Mapping[str, Any] | None = None,
                  levels: Mapping[str, Sequence] | None = None, eval_env: int = 0,
-                 binary_outcome: bool = False) -> Design:
+                 binary_outcome: bool = False, chunk: bool = False) -> Design:
     """Build a :class:`~dpreg.design.Design` from a formula and a DataFrame.
 
     Parameters
@@ -215,12 +215,16 @@ def build_design(formula: str, data, *, missing: str = "drop",
     levels : dict, optional
         ``{column: [category, ...]}`` public categories of categorical columns. A value
         outside them is an error.
-    eval_env : int
-        How many frames above the caller to look up names used in the formula.
+    eval_env : int or captured environment
+        How many frames above the caller to look up names used in the formula, or an
+        environment from :func:`capture_env`.
     binary_outcome : bool
         Accept a boolean or two-level categorical outcome and code its second level
         (in patsy's sorted order, ``True`` for booleans) as 1; the outcome's name then
         says which level, e.g. ``"smoker[yes]"``.
+    chunk : bool
+        The data are the first chunk of a stream: identification (``n >= p``, full
+        rank) is not required of it. Later chunks go through :func:`build_chunk`.
     """
     if not isinstance(formula, str) or "~" not in formula:
         raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
@@ -233,7 +237,9 @@ def build_design(formula: str, data, *, missing: str = "drop",
     data = _apply_levels(data, levels)
     clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
     data = data.assign(**clipped) if clipped else data
-    env = patsy.EvalEnvironment.capture(eval_env + 1).with_outer_namespace({"np": np})
+    if not isinstance(eval_env, patsy.EvalEnvironment):
+        eval_env = patsy.EvalEnvironment.capture(eval_env + 1)
+    env = eval_env.with_outer_namespace({"np": np})
     if missing == "raise":
         cols = _missing_columns(formula, data)
         if cols:
@@ -253,7 +259,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
     exog_names = tuple(str(c) for c in X_df.columns)
     y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
     X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
-    check_finite_full_rank(y, X, endog_name, exog_names)
+    check_finite_full_rank(y, X, endog_name, exog_names, rank=not chunk)
     design_info = X_df.design_info
     x_norm, undeclared = _row_norm_bound(design_info, bounds)
     undeclared_levels, stateful = _read_off_data([y_info, design_info], data)
@@ -268,7 +274,13 @@ def build_design(formula: str, data, *, missing: str = "drop",
                   n_dropped=len(data) - len(y), formula=formula, x_norm_bound=x_norm,
                   endog_bounds=endog_bounds, undeclared=undeclared,
                   undeclared_levels=undeclared_levels, stateful=stateful,
-                  design_info=design_info)
+                  design_info=design_info, endog_info=y_info)
+
+
+def capture_env(eval_env: int = 0):
+    """The namespace ``eval_env`` frames above the caller, for a later :func:`build_design`
+    (a stream builds its design when its first chunk arrives, in another frame)."""
+    return patsy.EvalEnvironment.capture(eval_env + 1)
 
 
 def build_exog(design_info, data) -> np.ndarray:
@@ -277,3 +289,64 @@ def build_exog(design_info, data) -> np.ndarray:
     (X,) = _patsy_call(patsy.build_design_matrices, [design_info], data,
                        NA_action=patsy.NAAction(on_NA="raise"), return_type="matrix")
     return np.asarray(X, dtype=float)
+
+
+def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,
+                levels: Mapping[str, Sequence] | None,
+                dtypes: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(endog, exog, n_dropped)`` of a later chunk of a stream, with the template's columns.
+
+    The chunk goes through the same checks as the first one (column names, infinities,
+    text in numeric columns, declared levels and bounds, missing values), and its
+    columns must have the kinds recorded from the first chunk in ``dtypes``
+    (``{column: "numeric" | "other"}``): a column that turns from numbers into text
+    between chunks is an error, not a silent recoding. The caller's frame is not
+    modified.
+    """
+    data = _plain_dtypes(_check_frame(data))
+    formula = template.formula
+    absent = [c for c in dtypes if c not in data.columns]
+    if absent:
+        raise DataError(f"the chunk lacks column(s) {absent} that the model uses")
+    changed = {c: str(data[c].dtype) for c, kind in dtypes.items() if _kind(data[c]) != kind}
+    if changed:
+        raise DataError(f"column(s) {list(changed)} changed type between chunks (now "
+                        f"{changed}, before {[dtypes[c] for c in changed]}); convert them "
+                        "before streaming")
+    _check_columns(formula, data, levels)
+    bounds = _normalize_bounds(check_bounds(bounds), data)
+    data = _apply_levels(data, levels)
+    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
+    data = data.assign(**clipped) if clipped else data
+    if missing == "raise":
+        cols = _missing_columns(formula, data)
+        if cols:
+            counts = {c: int(data[c].isna().sum()) for c in cols}
+            raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
+                            "missing='drop' to drop incomplete rows, or fill them")
+    y_df, X_df = _patsy_call(patsy.build_design_matrices,
+                             [template.endog_info, template.design_info], data,
+                             NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
+    if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
+        y_df = y_df.iloc[:, [1]]
+    y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
+    X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    if len(y):
+        check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
+    return y, X, len(data) - len(y)
+
+
+def _kind(s: pd.Series) -> str:
+    if pd.api.types.is_bool_dtype(s.dtype):
+        return "boolean"
+    if pd.api.types.is_numeric_dtype(s.dtype):
+        return "numeric"
+    return "categorical"
+
+
+def column_kinds(formula: str, data) -> dict[str, str]:
+    """``{column: kind}`` of the data columns a formula uses (kinds: numeric, boolean,
+    categorical), recorded from a stream's first chunk."""
+    data = _plain_dtypes(_check_frame(data))
+    words = set(_WORD.findall(formula))
+    return {c: _kind(data[c]) for c in data.columns if str(c) in words}

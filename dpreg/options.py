@@ -40,6 +40,9 @@ MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
 #: enters the plug-in variance through A^{-2}: on STAR (mu = 2, 16 seeds) this split gave
 #: plug-in s.e. closer to the run-to-run spread and less variable than 0.8/0.1/0.1.
 DEFAULT_BUDGET_SPLIT = {"path": 0.6, "hessian": 0.3, "score": 0.1}
+#: LDP-SGD with the private plug-in: equal shares, so that the local path and the two
+#: central matrices are each mu / sqrt(3) (the ldp-sgd paper gives each mu, Thm 3).
+LDP_PLUGIN_SPLIT = {"path": 1 / 3, "hessian": 1 / 3, "score": 1 / 3}
 
 
 @dataclass(frozen=True)
@@ -137,7 +140,11 @@ class FitOptions:
         model's rules are added: known keys, a share for the path, and both plug-in
         matrices or neither. A share of exactly 0 drops the mechanism.
         """
-        split = DEFAULT_BUDGET_SPLIT if self.budget_split is None else self.budget_split
+        split = self.budget_split
+        if split is None:
+            split = DEFAULT_BUDGET_SPLIT
+            if self.engine == "ldp_sgd":  # PRS and PBM are free; PPI as in the paper
+                split = LDP_PLUGIN_SPLIT if self.cov_type == "plugin" else {"path": 1.0}
         if not isinstance(split, Mapping) or not split:
             raise OptionError("budget_split must be a non-empty dict such as "
                               f"{DEFAULT_BUDGET_SPLIT}")
@@ -148,7 +155,7 @@ class FitOptions:
         out = split_budget({k: w for k, w in split.items()
                             if not (isinstance(w, numbers.Real) and w == 0)})
         if "path" not in out:
-            raise OptionError("budget_split must give the DP-SGD path a positive share ('path')")
+            raise OptionError("budget_split must give the path a positive share ('path')")
         if ("hessian" in out) != ("score" in out):
             raise OptionError("budget_split must give both 'hessian' and 'score' a share (the "
                               "plug-in needs both matrices) or neither (random scaling only)")

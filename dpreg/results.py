@@ -21,7 +21,9 @@ from dpreg.inference.base import Inference
 
 __all__ = ["DPRegressionResults"]
 
-METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle"}
+METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
+                 "batch_means": "Batch means", "runs": "Independent runs (t)",
+                 "checkpoints": "Checkpoints (t)"}
 
 
 class DPRegressionResults:

@@ -148,7 +148,7 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
                     "or declare tighter bounds")
             grad_evals += int(counts.sum())
             t_done += b
-            _recentre(ref, s_run, m_acc, l_acc, t_done)
+            recentre(ref, s_run, m_acc, l_acc, t_done)
             bar.update(b)
     finally:
         bar.close()
@@ -160,7 +160,7 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
                         clip_count=int(clip_count[0]), grad_evals=grad_evals)
 
 
-def _recentre(ref, s_run, m_acc, l_acc, t):
+def recentre(ref, s_run, m_acc, l_acc, t):
     """Move the reference point to the running mean, transforming the sums exactly.
 
     With ``delta = ref - ref_new`` every partial sum shifts by ``s * delta``, so

@@ -18,7 +18,7 @@ __all__ = ["rs_inference"]
 
 def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None,
                  W: np.ndarray | None = None, n: int | None = None, steps: int | None = None,
-                 batch_size: float | None = None) -> Inference:
+                 batch_size: float | None = None, note: str | None = None) -> Inference:
     """Random-scaling scale per coefficient, with the finite-sample correction if possible.
 
     Parameters
@@ -38,6 +38,9 @@ def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None
         divided by ``int B^2`` (Proposition 3; ``m W = V + m sigma_1^2 A^{-2}``). For
         ``T/n -> infinity`` this is MATH.md's ``V/(V + m sigma_1^2 A^{-2})`` and for
         ``m = 1`` the paper's (4.7).
+    note : str, optional
+        The summary's line for an uncorrected pivot (LDP-SGD: one pass, one row per
+        step, where random scaling needs no correction).
 
     Notes
     -----
@@ -46,7 +49,7 @@ def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None
     """
     scale = np.sqrt(epochs * np.diag(rs_q))
     if V is None:
-        note = ("RS: random scaling without finite-sample correction (no private plug-in "
+        note = note or ("RS: random scaling without finite-sample correction (no private plug-in "
                 "matrices); conservative when the privacy noise is not negligible.")
         return Inference("rs", scale, rs_pivot, False, note)
     w = np.diag(W)

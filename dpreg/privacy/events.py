@@ -32,10 +32,11 @@ import dp_accounting
 from dpreg.exceptions import OptionError
 from dpreg.privacy.gdp import dpsgd_mu, gaussian_mu
 
-__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS"]
+__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES"]
 
 ADJACENCIES = ("replace-one", "add/remove")
 SAMPLINGS = ("none", "uniform", "poisson")
+SCOPES = ("central", "local")
 # The scheme each sampling is analysed under (GDP CLT and dp_accounting alike).
 _SAMPLING_ADJACENCY = {"uniform": "replace-one", "poisson": "add/remove"}
 
@@ -78,6 +79,11 @@ class GaussianMechanismEvent:
         n, public. Required with sampling.
     count : int
         Number of self-composed releases (e.g. T steps).
+    scope : {"central", "local"}
+        ``"central"``: a curator holding the data runs the mechanism on all rows.
+        ``"local"``: every person runs it on their own row before anything leaves
+        their hands (LDP-SGD); each row is touched once, so by parallel composition
+        the whole release costs one mechanism's budget (ldp-sgd paper, Prop. 5).
 
     Notes
     -----
@@ -94,6 +100,7 @@ class GaussianMechanismEvent:
     sample_size: int | float | None = None
     population: int | None = None
     count: int = 1
+    scope: str = "central"
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -106,6 +113,11 @@ class GaussianMechanismEvent:
         if self.sampling not in SAMPLINGS:
             raise OptionError(f"sampling must be one of {SAMPLINGS}; got {self.sampling!r}")
         _positive_int("count", self.count)
+        if self.scope not in SCOPES:
+            raise OptionError(f"scope must be one of {SCOPES}; got {self.scope!r}")
+        if self.scope == "local" and (self.sampling != "none" or self.count != 1):
+            raise OptionError("a local mechanism runs once on each person's own row: "
+                              "sampling must be 'none' and count 1")
         if self.sampling == "none":
             if self.sample_size is not None and self.population is not None and (
                     self.sample_size != self.population):

@@ -28,7 +28,7 @@ __all__ = ["Ledger", "DEFAULT_DELTA"]
 
 DEFAULT_DELTA = 1e-5
 _RTOL = 1e-9  # round-off allowance when comparing a total with the request
-_COLUMNS = ["name", "adjacency", "sampling", "sample_rate", "steps", "sensitivity",
+_COLUMNS = ["name", "scope", "adjacency", "sampling", "sample_rate", "steps", "sensitivity",
             "noise_std", "noise_multiplier", "mu"]
 
 
@@ -159,9 +159,9 @@ class Ledger:
 
     # ------------------------------------------------------------------ output
     def to_frame(self) -> pd.DataFrame:
-        """One row per mechanism: name, adjacency, sampling, sample_rate, steps,
+        """One row per mechanism: name, scope, adjacency, sampling, sample_rate, steps,
         sensitivity, noise_std, noise_multiplier, mu."""
-        rows = [[e.name, e.adjacency, e.sampling, e.sample_rate, int(e.count), e.sensitivity,
+        rows = [[e.name, e.scope, e.adjacency, e.sampling, e.sample_rate, int(e.count), e.sensitivity,
                  e.noise_std, e.noise_multiplier, e.mu()] for e in self._events]
         return pd.DataFrame(rows, columns=_COLUMNS)
 
@@ -176,6 +176,16 @@ class Ledger:
             lines.append(shown.to_string(index=False))
         else:
             lines.append("(no mechanisms recorded)")
+        local = [e for e in self._events if e.scope == "local"]
+        for e in local:
+            lines.append(f"Local guarantee ({e.name}): each row is mu = {e.mu():.4g} GDP on its "
+                         "own before it leaves its owner (parallel composition over rows).")
+        if local and len(local) < len(self._events):
+            central = [e for e in self._events if e.scope == "central"]
+            mu_c = math.sqrt(math.fsum(e.mu() ** 2 for e in central))
+            lines.append(f"Central mechanisms ({', '.join(e.name for e in central)}) need a "
+                         f"curator who sees their inputs: mu = {mu_c:.4g} on their own; the "
+                         "totals below compose everything.")
         eps, name = self.epsilon_rigorous
         d = _fmt(self._delta)
         lines += [

@@ -99,9 +99,10 @@ def test_pickles_and_holds_no_data():
 
 def test_to_frame():
     frame = mu_ledger().to_frame()
-    assert list(frame.columns) == ["name", "adjacency", "sampling", "sample_rate", "steps",
+    assert list(frame.columns) == ["name", "scope", "adjacency", "sampling", "sample_rate", "steps",
                                    "sensitivity", "noise_std", "noise_multiplier", "mu"]
     assert list(frame["name"]) == ["DP-SGD path", "Hessian A", "score covariance S"]
+    assert set(frame["scope"]) == {"central"}
     assert frame.loc[0, "steps"] == 2000 and frame.loc[0, "sample_rate"] == 0.01
     assert frame.loc[1, "mu"] == pytest.approx(0.5, rel=1e-15)
 

@@ -1,0 +1,426 @@
+"""Fits of the full-batch engines: DP-GD (``engine="dpgd"``) and AdaSSP (``engine="adassp"``).
+
+:meth:`dpreg.DPRegression.fit` validates the options, the request and the design's
+privacy, then calls :func:`fit_dpgd` or :func:`fit_adassp`. Each resolves the public
+settings, builds its Gaussian mechanisms, calibrates them to the request and records
+them in the ledger *before* touching the data, runs the engine, and builds Results from
+the released quantities only.
+
+DP-GD follows Brown, Dvijotham, Evans, Liu, Smith and Thakurta (2024), "Private gradient
+descent for linear regression: tighter error bounds and instance-specific uncertainty
+estimation", ICML (Algorithm 1, Lemma 2.1, Section 3.1); checkpoint aggregation follows
+Shejwalkar et al. (2022), "Recycling scraps" (s.2.1.1, s.3.1); AdaSSP is Algorithm 2 of
+Wang (2018).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Mapping
+
+import numpy as np
+import pandas as pd
+
+from dpreg.engines.adassp import (AdaSSPSettings, adassp_covariance, adassp_estimate,
+                                  adassp_events)
+from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
+from dpreg.exceptions import BudgetExceededError, OptionError
+from dpreg.inference.base import Inference, NormalLaw
+from dpreg.inference.iterates import (aggregate, batch_layout, batch_means,
+                                      checkpoint_estimates, t_inference)
+from dpreg.model import MAX_NOISE_MULTIPLIER, _report_delta
+from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.ledger import Ledger
+from dpreg.privacy.request import split_budget
+from dpreg.results import DPRegressionResults
+
+__all__ = ["fit_dpgd", "fit_adassp", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
+
+PATH, CLIP_SHARE = "DP-GD path", "clip share"
+#: Keys of ``budget_split`` for DP-GD: the path, and an optional private clipped share.
+DPGD_SPLIT_KEYS = ("path", "clip_share")
+TARGET_NOTE = (
+    "Intervals are for the empirical minimizer of the clipped objective on these data "
+    "(the loss whose gradients are clipped at `clip`; for squared loss a Huber-type loss, "
+    "dpgd paper s.2.5), not for the population parameter: they carry the privacy noise, "
+    "not the sampling variability of the data.")
+_DEFAULTS = {"n_estimates": 10, "burn_in": 20, "aggregate": "mean", "ema_beta": 0.999,
+             "runs": 1, "sampling": "uniform"}
+_AGG_LABEL = {"last": "last iterate", "mean": "mean of the estimates",
+              "ema": "exponential moving average (warm-up)", "upa": "uniform past-k average"}
+
+
+# ------------------------------------------------------------------------------ shared
+def _calibrate_and_record(request, build, n: int, what: str):
+    """Calibrate ``build``'s events to ``request`` and record them (before any data use)."""
+    try:
+        events = calibrate_to_budget(request, build)
+        ledger = Ledger(request, delta=request.delta or _report_delta(n))
+        for event in events:
+            ledger.record(event)
+    except BudgetExceededError as err:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to calibrate the noise for "
+            f"{what}: increase it ({err})") from None
+    useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
+    if useless:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to run: it needs noise "
+            f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
+            "would carry no information about the data; increase it")
+    return events, ledger
+
+
+def _seed_text(opts) -> str:
+    return ("given (kept secret)" if opts.random_state is not None
+            else "fresh OS entropy (not stored)")
+
+
+def _fmt_vec(names, values) -> str:
+    return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values))
+
+
+# ------------------------------------------------------------------------------ DP-GD
+def _dpgd_split(budget_split) -> dict[str, float]:
+    if budget_split is None:
+        return {"path": 1.0}
+    if not isinstance(budget_split, Mapping) or not budget_split:
+        raise OptionError("budget_split for engine='dpgd' must be a non-empty dict such as "
+                          "{'path': 0.95, 'clip_share': 0.05}")
+    unknown = [k for k in budget_split if k not in DPGD_SPLIT_KEYS]
+    if unknown:
+        raise OptionError(f"budget_split has unknown key(s) {unknown} for engine='dpgd'; "
+                          f"keys are {list(DPGD_SPLIT_KEYS)}")
+    out = split_budget({k: w for k, w in budget_split.items()
+                        if not (isinstance(w, numbers.Real) and w == 0)})
+    if "path" not in out:
+        raise OptionError("budget_split must give the DP-GD path a positive share ('path')")
+    return out
+
+
+def _check_dpgd_options(opts) -> None:
+    if opts.batch_size is not None:
+        raise OptionError(f"batch_size does not apply to engine='dpgd' (full batch: every "
+                          f"step uses all rows); got batch_size={opts.batch_size!r}")
+    if opts.sampling != "uniform":
+        raise OptionError(f"sampling does not apply to engine='dpgd' (full batch, no "
+                          f"sampling); got sampling={opts.sampling!r}")
+    if opts.n_batches is not None:
+        raise OptionError("n_batches does not apply to engine='dpgd'; the number of batch "
+                          "means, checkpoints or runs is n_estimates")
+    if opts.cov_type == "runs" and opts.runs != opts.n_estimates:
+        raise OptionError(
+            f"cov_type='runs' needs runs = n_estimates (one estimate per independent run; "
+            f"each run is paid from the budget); got runs={opts.runs}, "
+            f"n_estimates={opts.n_estimates}")
+    if opts.cov_type != "runs" and opts.runs != 1:
+        raise OptionError(f"runs={opts.runs} applies to cov_type='runs' only; "
+                          f"cov_type={opts.cov_type!r} uses one run")
+    if opts.upa_k is not None and opts.aggregate != "upa":
+        raise OptionError(f"upa_k applies to aggregate='upa' only; got "
+                          f"aggregate={opts.aggregate!r}")
+
+
+def _resolve_steps(opts, lr: float) -> tuple[int, list[str]]:
+    """Steps of each run, and the reason when it is a default."""
+    if opts.steps is not None:
+        return int(opts.steps), []
+    total, length = default_gd_steps(opts.n_estimates, opts.burn_in, lr)
+    if opts.cov_type == "runs":
+        steps = opts.burn_in + length
+        why = (f"steps = {steps} per run: burn_in + {length} (100 / lr, within [1000, "
+               "10000]), long against the mixing time 1/(lr lambda_min) on unit-scale "
+               "covariates.")
+    else:
+        steps = total
+        why = (f"steps = {steps}: burn_in + n_estimates * {length} (a batch of 100 / lr "
+               "steps, within [1000, 10000]), long against the mixing time "
+               "1/(lr lambda_min) on unit-scale covariates.")
+    return steps, [why]
+
+
+def _check_layout(opts, steps: int) -> int:
+    """Check that the run(s) can give the estimates; return the default ``upa_k``."""
+    if opts.cov_type == "runs":
+        post = steps - opts.burn_in
+        if post < 1 and opts.aggregate != "last":
+            raise OptionError(f"steps = {steps} per run leaves no iterate after burn_in = "
+                              f"{opts.burn_in}; increase steps or lower burn_in (or use "
+                              "aggregate='last', the final iterate of each run)")
+        default_k = max(1, post // opts.n_estimates)
+    else:
+        _, length = batch_layout(steps, opts.burn_in, opts.n_estimates)
+        post, default_k = steps - opts.burn_in, length
+    if opts.upa_k is not None and opts.upa_k > post:
+        raise OptionError(f"upa_k = {opts.upa_k} exceeds the {post} iterates after burn_in "
+                          f"= {opts.burn_in}")
+    return opts.upa_k if opts.upa_k is not None else default_k
+
+
+def fit_dpgd(model, opts, request) -> DPRegressionResults:
+    """Fit by full-batch DP-GD with t intervals from the iterates.
+
+    Parameters
+    ----------
+    model : dpreg.DPRegression
+    opts : dpreg.options.FitOptions
+        Validated options with ``engine="dpgd"``.
+    request : dpreg.privacy.PrivacyRequest
+
+    Returns
+    -------
+    DPRegressionResults
+
+    Notes
+    -----
+    Privacy (Lemma 2.1). The mean of per-example gradients clipped at ``gamma`` has
+    replace-one L2 sensitivity ``2 gamma / n``; ``T`` steps with noise ``N(0, lambda^2 I)``
+    are ``sqrt(T) (2 gamma / n) / lambda``-GDP exactly, i.e. rho-zCDP with
+    ``rho = 2 T gamma^2 / (n^2 lambda^2)``. ``lambda`` is calibrated to the request: mu
+    by GDP composition, rho by zCDP, (epsilon, delta) by the PLD accountant of
+    dp_accounting (no subsampling, so no CLT anywhere). With ``cov_type="runs"`` each run
+    is one mechanism in the ledger and gets ``1/runs`` of the path's mu^2 (or rho).
+
+    Intervals (s.3.1). ``"batch_means"`` and ``"checkpoints"`` come from one run for
+    free (both are computed; ``cov_type`` picks the one behind ``bse``); ``"runs"`` needs
+    ``runs = n_estimates``. See :mod:`dpreg.inference.iterates`.
+
+    Reported estimate (``aggregate``). ``"mean"``: ``theta_bar`` of the chosen
+    construction (for runs: the mean of the runs' post-burn-in averages). ``"last"``,
+    ``"ema"``, ``"upa"``: the last iterate, the moving average with warm-up, or the mean
+    of the last ``upa_k`` iterates (per run, then averaged over runs for ``"runs"``).
+    Single-run intervals stay centred at ``theta_bar``. The sample standard deviation of
+    the last ``n_estimates`` checkpoints (the runs' last iterates for ``"runs"``) is
+    attached as ``checkpoint_sd``: it estimates the sd of the last iterate
+    (recycling-scraps paper, s.3.1).
+
+    Clipped share. The share of clipped gradients is a statistic of the data. It is
+    released only through its own Gaussian mechanism, ``budget_split={"path": w,
+    "clip_share": 1 - w}`` (replace-one sensitivity ``1/n``: a replaced row changes its
+    own indicator at each of the ``T`` steps; by adaptive composition the other rows'
+    indicators are functions of the released path), or shown non-privately with
+    ``diagnostics=True``. By default no budget is spent on it and it is not shown.
+    """
+    design = model.design
+    n, p = design.nobs, design.k_exog
+    _check_dpgd_options(opts)
+    pub = model._public_settings(opts)
+    split = _dpgd_split(opts.budget_split)
+    runs, m, burn_in = int(opts.runs), int(opts.n_estimates), int(opts.burn_in)
+    steps, reasons = _resolve_steps(opts, pub.lr)
+    if opts.lr is None:
+        reasons.insert(0, f"lr = {pub.lr:.4g}: {model.objective.family.lr_scale:g} / "
+                          "(hess_bound * x_bound^2), so that lr * lambda_max(X'X/n) <= 1 "
+                          "from public bounds alone (the paper's lr = 1/3 suits "
+                          "standardized covariates; pass lr=).")
+    upa_k = _check_layout(opts, steps)
+    sens = 2.0 * pub.clip / n
+
+    def build(mu_scale: float) -> list[GaussianMechanismEvent]:
+        mu_run = mu_scale * math.sqrt(split["path"] / runs)
+        events = [GaussianMechanismEvent(
+            name=PATH if runs == 1 else f"DP-GD run {r + 1}/{runs}", sensitivity=sens,
+            noise_std=math.sqrt(steps) * sens / mu_run, adjacency="replace-one",
+            count=steps) for r in range(runs)]
+        if "clip_share" in split:
+            mu_c = mu_scale * math.sqrt(split["clip_share"])
+            events.append(GaussianMechanismEvent(name=CLIP_SHARE, sensitivity=1.0 / n,
+                                                 noise_std=1.0 / (n * mu_c),
+                                                 adjacency="replace-one"))
+        return events
+
+    events, ledger = _calibrate_and_record(
+        request, build, n, f"n = {n}, steps = {steps}, runs = {runs}")
+    noise_std = events[0].noise_std
+    settings = GDSettings(steps=steps, clip=pub.clip, lr=pub.lr, noise_std=noise_std,
+                          runs=runs)
+    rng_path, rng_extra = np.random.default_rng(pub.seed).spawn(2)
+    out = run_dpgd(design.exog, design.endog, objective=model.objective, settings=settings,
+                   theta0=model._start(opts.start_params), rng=rng_path,
+                   progress=opts.progress)
+    names = design.exog_names
+    inferences, params, ckpt_sd, notes = _dpgd_inference(out, opts, upa_k)
+    estimates = inferences[opts.cov_type].estimates
+    cov = np.atleast_2d(np.cov(estimates, rowvar=False)) / estimates.shape[0]
+    notes = [TARGET_NOTE, *notes]
+    if runs > 1:
+        notes.append(f"cov_type='runs': {runs} independent runs, each paid from the budget "
+                     f"(1/{runs} of the path's share each; one ledger row per run).")
+    notes.append(f"sd of the last {m} {'runs' if runs > 1 else 'checkpoints'} (estimates "
+                 "the sd of the last iterate; recycling-scraps s.3.1): "
+                 + _fmt_vec(names, ckpt_sd))
+    notes.append(_clip_share_note(out, opts, events, rng_extra))
+    table = {
+        "engine": "dpgd", "steps": steps, "runs": runs, "burn_in": burn_in,
+        "n_estimates": m, "clip": pub.clip, "lr": pub.lr,
+        "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
+        "noise_std (lambda)": noise_std, "noise_multiplier": events[0].noise_multiplier,
+        "aggregate": opts.aggregate,
+        "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
+        "random_state": _seed_text(opts),
+    }
+    if runs == 1:
+        table["batch_length"] = batch_layout(steps, burn_in, m)[1]
+    if opts.aggregate == "ema":
+        table["ema_beta"] = float(opts.ema_beta)
+    if opts.aggregate == "upa":
+        table["upa_k"] = upa_k
+    path0 = out.paths[0, 1:]
+    res = DPRegressionResults(
+        params=params, names=names, endog_name=design.endog_name, inferences=inferences,
+        cov_type=opts.cov_type, nobs=n, df_model=p - int(design.has_intercept),
+        private=True, family_label=model.objective.label(), engine="DP-GD",
+        settings=table, n_dropped=design.n_dropped, formula=design.formula, ledger=ledger,
+        cov_matrix=cov, design_info=design.design_info,
+        trajectory={"steps": np.arange(1, steps + 1),
+                    "average": np.cumsum(path0, axis=0) / np.arange(1, steps + 1)[:, None],
+                    "iterate": path0},
+        notes=tuple(pub.reasons) + tuple(reasons) + tuple(notes))
+    res.checkpoint_sd = pd.Series(ckpt_sd, index=list(names), name="checkpoint_sd")
+    if opts.diagnostics:
+        res.diagnostics = {"clip_count": out.clip_count, "clip_share": out.clip_share}
+    return res
+
+
+def _dpgd_inference(out, opts, upa_k: int):
+    """Inferences by name, the reported estimate, the last-checkpoint sd, and notes."""
+    m, burn_in, how = opts.n_estimates, opts.burn_in, opts.aggregate
+    kw = {"beta": float(opts.ema_beta), "k": upa_k}
+    notes = []
+    if opts.runs > 1:
+        per_run = np.array([aggregate(path[1:] if how == "last" else path[1 + burn_in:],
+                                      how, **kw) for path in out.paths])
+        what = {"last": "final iterate", "mean": "mean of the post-burn-in iterates",
+                "ema": "EMA of the post-burn-in iterates",
+                "upa": f"mean of the last {upa_k} iterates"}[how]
+        inf = t_inference(per_run, "runs", note=(
+            f"Runs: one estimate per run ({what}), t({m - 1}) interval (3.1); the runs are "
+            "independent, so the t law is exact for Gaussian iterates."))
+        last = out.paths[:, -1, :]
+        return {"runs": inf}, inf.center, last.std(axis=0, ddof=1), notes
+    iterates = out.paths[0, 1:]
+    _, length = batch_layout(iterates.shape[0], burn_in, m)
+    bm = t_inference(batch_means(iterates, burn_in, m), "batch_means", note=(
+        f"Batch means: {m} batches of {length} iterates after burn-in {burn_in}, t({m - 1}) "
+        "interval (3.1); valid when a batch is long against the iterates' autocorrelation."))
+    cp = t_inference(checkpoint_estimates(iterates, burn_in, m), "checkpoints", note=(
+        f"Checkpoints: every {length}-th iterate after burn-in {burn_in} (the last is the "
+        f"final iterate), t({m - 1}) interval (3.1)."))
+    inferences = {"batch_means": bm, "checkpoints": cp}
+    chosen = inferences[opts.cov_type]
+    if how == "mean":
+        params = chosen.center
+    else:
+        params = aggregate(iterates[burn_in:], how, **kw)
+        notes.append(f"coef is the {_AGG_LABEL[how]} of the iterates (aggregate={how!r}); "
+                     "intervals and p-values are centred at theta_bar, the mean of the "
+                     f"{m} {opts.cov_type.replace('_', ' ')} estimates, as in (3.1).")
+    return inferences, params, cp.estimates.std(axis=0, ddof=1), notes
+
+
+def _clip_share_note(out, opts, events, rng) -> str:
+    by_name = {e.name: e for e in events}
+    if CLIP_SHARE in by_name:
+        e = by_name[CLIP_SHARE]
+        released = float(np.clip(out.clip_share + e.noise_std * rng.standard_normal(),
+                                  0.0, 1.0))
+        return (f"Share of per-example gradients clipped: {released:.4g} (private: Gaussian "
+                f"mechanism {CLIP_SHARE!r} in the ledger, noise sd {e.noise_std:.3g}).")
+    if opts.diagnostics:
+        return (f"Share of per-example gradients clipped: {out.clip_share:.4g} (NON-PRIVATE, "
+                "shown because diagnostics=True).")
+    return ("Share of per-example gradients clipped: not released (a statistic of the data; "
+            "pass budget_split={'path': 0.95, 'clip_share': 0.05} to release it privately, "
+            "or diagnostics=True to see it non-privately).")
+
+
+# ------------------------------------------------------------------------------ AdaSSP
+def _check_adassp_options(model, opts) -> None:
+    if model.objective.family.name != "linear":
+        raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
+                          f"the model's family is {model.objective.family.name!r}")
+    if model.objective.mallows:
+        raise OptionError("engine='adassp' does not support weights='mallows'")
+    unused = [k for k in ("steps", "clip", "lr", "batch_size", "n_batches", "upa_k",
+                          "start_params", "budget_split")
+              if getattr(opts, k) is not None]
+    unused += [k for k, v in _DEFAULTS.items() if getattr(opts, k) != v]
+    if unused:
+        raise OptionError(f"option(s) {unused} do not apply to engine='adassp' (a one-shot "
+                          "release of X'X and X'y with an equal split of the budget)")
+    if model.design.endog_bounds is None:
+        raise OptionError(f"engine='adassp' needs public bounds on the outcome "
+                          f"{model.design.endog_name!r} (|y| <= y_bound): declare "
+                          "bounds={column: (lower, upper)}")
+
+
+def fit_adassp(model, opts, request) -> DPRegressionResults:
+    """Fit linear regression by AdaSSP (Wang 2018, Algorithm 2) in Gaussian form.
+
+    Parameters
+    ----------
+    model : dpreg.DPRegression
+        Linear family, no Mallows weights, with declared outcome bounds.
+    opts : dpreg.options.FitOptions
+        Validated options with ``engine="adassp"`` (``cov_type="plugin"``).
+    request : dpreg.privacy.PrivacyRequest
+
+    Returns
+    -------
+    DPRegressionResults
+
+    Notes
+    -----
+    Three Gaussian mechanisms, one ledger row each, with an equal share of mu^2 (or
+    rho): the smallest eigenvalue of ``X'X``, ``X'X`` and ``X'y`` (see
+    :mod:`dpreg.engines.adassp` for sensitivities). ``x_bound`` comes from the declared
+    bounds (or ``x_bound=``), ``y_bound = max(|lower|, |upper|)`` of the outcome's
+    declared bounds; rows and outcome are clipped to them. The ``"plugin"`` interval is
+    normal with the delta-method covariance of the privacy noise
+    (:func:`dpreg.engines.adassp.adassp_covariance`): it is for OLS on these data, not
+    for the population parameter (AdaSSP releases no residual variance), and ignores the
+    ridge bias when the ridge is positive.
+    """
+    _check_adassp_options(model, opts)
+    design = model.design
+    n, p = design.nobs, design.k_exog
+    pub = model._public_settings(opts)
+    lo, hi = design.endog_bounds
+    settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
+    events, ledger = _calibrate_and_record(
+        request, lambda s: adassp_events(settings, s), n,
+        f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
+    rng = np.random.default_rng(pub.seed)
+    out = adassp_estimate(design.exog, design.endog, settings, events, rng)
+    cov, raised = adassp_covariance(out, events)
+    note = ("Plug-in (AdaSSP): normal interval from the delta-method covariance of the "
+            "privacy noise in the released X'X and X'y; for OLS on these (clipped) data, "
+            "not the population parameter (AdaSSP releases no residual variance).")
+    if raised:
+        note += f" {raised} eigenvalue(s) of X'X~ + lambda I were floored (post-processing)."
+    inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
+                                      note)}
+    notes = []
+    if out.ridge > 0:
+        notes.append(f"AdaSSP ridge lambda = {out.ridge:.4g} > 0: the estimate is shrunk "
+                     "towards 0 and the intervals do not include that bias.")
+    table = {
+        "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
+        "ridge (lambda)": out.ridge, "lambda_min (private)": out.lambda_min,
+        "failure_prob": settings.failure_prob,
+        "budget_split": "equal thirds: lambda_min, X'X, X'y",
+        "random_state": _seed_text(opts),
+    }
+    res = DPRegressionResults(
+        params=out.params, names=design.exog_names, endog_name=design.endog_name,
+        inferences=inferences, cov_type="plugin", nobs=n,
+        df_model=p - int(design.has_intercept), private=True,
+        family_label=model.objective.label(), engine="AdaSSP", settings=table,
+        n_dropped=design.n_dropped, formula=design.formula, ledger=ledger, cov_matrix=cov,
+        design_info=design.design_info, notes=tuple(notes))
+    if opts.diagnostics:
+        norms = np.sqrt(np.einsum("ij,ij->i", design.exog, design.exog))
+        res.diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
+    return res

@@ -1,0 +1,443 @@
+"""Local-DP streaming regression: :class:`LDPStream` and ``engine="ldp_sgd"``.
+
+Nobody holds the raw data: the server sends the current iterate to the next person,
+who returns a clipped gradient with Gaussian noise added on their own device (ldp-sgd
+paper, (2.3)). The analysis is one pass in the order the rows arrive, with memory that
+does not grow with n: the iterate, the random-scaling sums, optional plug-in sums and a
+sparse record of the running average (see :mod:`dpreg.engines.ldp_sgd`).
+
+Inference (s.4 of the paper): random scaling ("rs", the default: free, asymptotically
+exact pivot), batch means ("batch_means", free) and the private plug-in ("plugin"),
+whose Hessian and score matrices are *central* releases: a curator must see each row's
+Hessian and gradient at the iterate it was served to form them, so the plug-in needs
+trust that the local path does not. Its budget is a separate row of the ledger.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+from tqdm.auto import tqdm
+
+from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
+from dpreg.exceptions import BudgetExceededError, DataError, OptionError
+from dpreg.families import get_family, mallows_weights
+from dpreg.formula import build_chunk, build_design, capture_env, column_kinds
+from dpreg.inference.base import Inference, NormalLaw
+from dpreg.inference.batch_means import batch_means_inference, default_n_batches
+from dpreg.inference.plugin import floor_eigenvalues
+from dpreg.inference.random_scaling import rs_inference
+from dpreg.options import FitOptions, check_known
+from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.ledger import Ledger
+from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
+from dpreg.privacy.request import PrivacyRequest
+from dpreg.results import DPRegressionResults
+
+__all__ = ["LDPStream", "fit_ldp_sgd"]
+
+PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
+#: Options of ``fit`` that mean nothing for a one-pass engine.
+_NOT_FOR_LDP = ("batch_size", "steps")
+_STREAM_OPTIONS = ("mu", "epsilon", "delta", "rho", "cov_type", "clip", "lr", "lr_decay",
+                   "x_bound", "budget_split", "n_batches", "random_state", "strict",
+                   "start_params")
+RS_NOTE = ("RS: random-scaling pivot of the one-pass path (one row per step, no "
+           "correction needed; ldp-sgd paper, Cor. 4).")
+
+
+class _LDPRun:
+    """One LDP-SGD analysis: budget, ledger, pass and inference, shared by
+    :class:`LDPStream` and ``fit(engine="ldp_sgd")``.
+
+    ``model`` is a :class:`dpreg.DPRegression` whose design is a template (the first
+    chunk, or all the data): only its public metadata (names, declared bounds) and its
+    family constants are used to set up the pass.
+    """
+
+    def __init__(self, model, opts: FitOptions, request: PrivacyRequest):
+        self.model = model
+        self.opts = opts
+        design = model.design
+        obj = model.objective
+        self.pub = model._public_settings(opts)
+        self.split = opts.split()
+        self.plugin = "hessian" in self.split
+        clip = self.pub.clip
+        self.b1 = obj.hess_bound * self.pub.row_sq_bound
+
+        def build(mu_scale: float) -> list[GaussianMechanismEvent]:
+            # matrices get sensitivity 1 here: only their noise multipliers are fixed
+            # now; the ledger records them with the real n when they are released
+            mu_path = mu_scale * math.sqrt(self.split["path"])
+            events = [GaussianMechanismEvent(
+                name=PATH, sensitivity=2 * clip, noise_std=2 * clip / mu_path,
+                adjacency="replace-one", scope="local")]
+            for key, name in (("hessian", HESSIAN), ("score", SCORE)):
+                if key in self.split:
+                    events.append(GaussianMechanismEvent(
+                        name=name, sensitivity=1.0,
+                        noise_std=1.0 / (mu_scale * math.sqrt(self.split[key])),
+                        adjacency="replace-one"))
+            return events
+
+        try:
+            events = calibrate_to_budget(request, build)
+        except BudgetExceededError as err:
+            raise BudgetExceededError(f"the budget {request.describe()} is too small to "
+                                      f"calibrate the local noise: increase it ({err})") from None
+        self.multipliers = {e.name: e.noise_multiplier for e in events}
+        self.ledger = Ledger(request, delta=request.delta or 1e-5)
+        self.ledger.record(events[0])  # the local path: before any row is touched
+        path_event = events[0]
+        self.noise_scale = path_event.noise_std
+        self.settings = LDPSettings(
+            lr=self.pub.lr, lr_decay=float(opts.lr_decay), clip=clip,
+            noise_scale=self.noise_scale, plugin=self.plugin, hess_cap=obj.hess_bound,
+            x_bound=self.pub.x_bound, code=obj.family.code, c=float(obj.c),
+            tau=float(obj.tau))
+        rng_path, self._rng_matrix = np.random.default_rng(self.pub.seed).spawn(2)
+        self.path = LDPPath(design.k_exog, self.settings, model._start(opts.start_params),
+                            rng_path)
+        self.n_dropped = 0
+        self._released: dict[str, Any] | None = None
+
+    # ------------------------------------------------------------------ data
+    def update(self, X: np.ndarray, y: np.ndarray, n_dropped: int = 0) -> None:
+        obj = self.model.objective
+        w = mallows_weights(X) if obj.mallows else np.ones(len(y))
+        self.path.update(X, y, w)
+        self.n_dropped += int(n_dropped)
+
+    # ------------------------------------------------------------------ inference
+    def _release_plugin(self, snap) -> dict[str, Any]:
+        """Privatize the plug-in sums (central Gaussian matrix mechanism, MATH.md s.4)."""
+        n = snap.nobs
+        clip = self.settings.clip
+        sens = {HESSIAN: 2 * self.b1 / n, SCORE: 2 * clip ** 2 / n}
+        events = {name: GaussianMechanismEvent(
+            name=name, sensitivity=sens[name],
+            noise_std=sens[name] * self.multipliers[name], adjacency="replace-one")
+            for name in (HESSIAN, SCORE)}
+        for event in events.values():
+            self.ledger.record(event)
+        A_noisy, _ = gaussian_matrix_mechanism(snap.a_sum / n, events[HESSIAN], self._rng_matrix)
+        S_noisy, _ = gaussian_matrix_mechanism(snap.s_sum / n, events[SCORE], self._rng_matrix)
+        # eigenvalue thresholds (the paper's kappa_1, kappa_2): A into [one noise sd, B1],
+        # S into [0, B0^2]; then the known privacy part 4 B0^2 / mu^2 I (Cor. 1)
+        A, moved_a = floor_eigenvalues(A_noisy, min(events[HESSIAN].noise_std, self.b1),
+                                       self.b1)
+        S, moved_s = floor_eigenvalues(S_noisy, 0.0, clip ** 2)
+        S_tilde = S + self.noise_scale ** 2 * np.eye(len(S))
+        A_inv = np.linalg.inv(A)
+        sigma = A_inv @ S_tilde @ A_inv
+        return {"n": n, "sigma": (sigma + sigma.T) / 2, "moved": (moved_a, moved_s)}
+
+    def results(self, release_plugin: bool | None = None) -> DPRegressionResults:
+        n = self.path.nobs
+        p = self.path.p
+        if n < 3:
+            raise DataError(f"the stream has seen {n} row(s); results need at least 3")
+        snap = self.path.snapshot()
+        notes = list(self.pub.reasons)
+        if release_plugin is None:
+            release_plugin = self.plugin
+        if release_plugin and not self.plugin:
+            raise OptionError("the plug-in needs a budget share: give budget_split with "
+                              "'hessian' and 'score' (or cov_type='plugin')")
+        if release_plugin and self._released is None:
+            self._released = self._release_plugin(snap)
+        inferences: dict[str, Inference] = {"rs": rs_inference(snap.rs_q, 1.0, note=RS_NOTE)}
+        steps = np.append(snap.mark_steps[snap.mark_steps < n], n)
+        avgs = np.vstack([snap.mark_avg[snap.mark_steps < n], snap.params])
+        n_batches = self.opts.n_batches or default_n_batches(n)
+        try:
+            inferences["batch_means"] = batch_means_inference(steps, avgs, n_batches,
+                                                              self.settings.lr_decay)
+        except OptionError as err:
+            notes.append(f"Batch means unavailable: {err}.")
+        cov = None
+        plugin_cov = None
+        if self._released is not None:
+            rel = self._released
+            plugin_cov = rel["sigma"]
+            cov = plugin_cov / n
+            text = "Plug-in: private A and S (central), sandwich A^-1 (S + 4 B0^2/mu^2 I) A^-1."
+            if any(rel["moved"]):
+                text += (f" {rel['moved'][0]} eigenvalue(s) of A and {rel['moved'][1]} of S "
+                         "moved into their public ranges.")
+            if rel["n"] != n:
+                text += f" Released at n = {rel['n']}; scaled to the current n."
+            inferences["plugin"] = Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(),
+                                             True, text)
+            notes.append("The plug-in matrices A and S are central releases: a curator "
+                         "must see each row's gradient and Hessian at its iterate to form "
+                         "them, unlike the LDP estimate; their budget is in the ledger.")
+        cov_type = self.opts.cov_type
+        if cov_type not in inferences:
+            cov_type = "rs"
+            notes.append(f"cov_type {self.opts.cov_type!r} is not available for this "
+                         "release; p-values use random scaling.")
+        mu_path = self.ledger.events[0].mu()
+        notes.append(f"LDP-SGD: every row was privatized by its owner (mu = {mu_path:.4g} "
+                     "GDP locally); one pass in the order of arrival.")
+        design = self.model.design
+        obj = self.model.objective
+        split = self.split
+        table = {
+            "engine": "ldp_sgd", "rows (one pass)": n, "lr": self.settings.lr,
+            "lr_decay": self.settings.lr_decay, "clip (B0)": self.settings.clip,
+            "local noise sd (2 B0 / mu)": self.noise_scale,
+            "x_bound": "none (Mallows weights)" if self.pub.x_bound is None
+            else self.pub.x_bound,
+            "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
+            "n_batches": n_batches,
+            "random_state": "given (kept secret)" if self.opts.random_state is not None
+            else "fresh OS entropy (not stored)",
+        }
+        trajectory = {"steps": steps, "average": avgs,
+                      "rs_q_diag": np.vstack([snap.mark_q[snap.mark_steps < n],
+                                              np.diag(snap.rs_q)]),
+                      "lr_decay": self.settings.lr_decay, "n_batches": n_batches,
+                      "plugin_cov": plugin_cov}
+        return DPRegressionResults(
+            params=snap.params, names=design.exog_names, endog_name=design.endog_name,
+            inferences=inferences, cov_type=cov_type, nobs=n,
+            df_model=p - int("Intercept" in design.exog_names or "const" in design.exog_names),
+            private=True, family_label=obj.label(), engine="LDP-SGD", settings=table,
+            n_dropped=self.n_dropped, formula=design.formula,
+            ledger=copy.deepcopy(self.ledger), cov_matrix=cov,
+            design_info=design.design_info, trajectory=trajectory, notes=tuple(notes))
+
+
+def fit_ldp_sgd(model, opts: FitOptions, request: PrivacyRequest) -> DPRegressionResults:
+    """``DPRegression.fit(engine="ldp_sgd")``: one pass over the rows in their order."""
+    given = [k for k in _NOT_FOR_LDP if getattr(opts, k) is not None]
+    if given or opts.sampling != "uniform":
+        raise OptionError(f"{given or ['sampling']} do not apply to engine='ldp_sgd': it "
+                          "takes one step per row, in order (steps = n, batch size 1)")
+    if opts.diagnostics:
+        raise OptionError("diagnostics=True is not available for engine='ldp_sgd' (rows "
+                          "are privatized by their owners; nothing unprivatized exists)")
+    run = _LDPRun(model, opts, request)
+    X, y = model.design.exog, model.design.endog
+    block = 1 << 17
+    with tqdm(total=len(y), disable=not opts.progress, desc="LDP-SGD", unit="row",
+              leave=False) as bar:
+        for start in range(0, len(y), block):
+            run.update(X[start:start + block], y[start:start + block])
+            bar.update(min(block, len(y) - start))
+    run.n_dropped = model.design.n_dropped
+    return run.results()
+
+
+class LDPStream:
+    """Regression on a stream under local differential privacy (LDP-SGD), one pass.
+
+    Parameters
+    ----------
+    formula : str
+        Patsy formula, e.g. ``"y ~ x1 + x2"``.
+    family : {"huber", "logistic", "expectile", "linear"}
+        Default ``"huber"`` (c = 1.345 with Mallows weights, as in the ldp-sgd paper).
+    c, tau, weights
+        As for :class:`dpreg.DPRegression`.
+    bounds : dict, optional
+        Public bounds ``{column: (lower, upper)}``, enforced by clipping in every chunk.
+    levels : dict, optional
+        Public categories of categorical columns. Declare them: categories not declared
+        are read from the first chunk, and a later chunk with another category fails.
+    missing : {"raise", "drop"}
+        Default ``"raise"``: a chunk with a missing value fails (and the stream is
+        unchanged); ``"drop"`` drops such rows and counts them.
+    eval_env : int
+        Frames above the caller in which the formula's functions are looked up.
+    **options
+        ``mu`` (or ``epsilon`` with ``delta``, or ``rho``): the total budget. Also
+        ``cov_type`` ({"rs", "batch_means", "plugin"}), ``clip`` (``B0``), ``lr``,
+        ``lr_decay`` (alpha, default 0.51), ``x_bound``, ``budget_split`` (default
+        ``{"path": 1}``: random scaling and batch means are free; with
+        ``cov_type="plugin"`` the default gives path, Hessian and score a third of
+        ``mu^2`` each), ``n_batches`` (default ``round(n^0.25)``), ``random_state``,
+        ``strict``, ``start_params``. See :meth:`dpreg.DPRegression.fit`.
+
+    Examples
+    --------
+    >>> stream = dpreg.LDPStream("y ~ x1 + x2", family="huber", mu=1,
+    ...                          random_state=1)                      # doctest: +SKIP
+    >>> for chunk in pd.read_csv("big.csv", chunksize=100_000):       # doctest: +SKIP
+    ...     stream.partial_fit(chunk)
+    >>> print(stream.results().summary())                             # doctest: +SKIP
+
+    Notes
+    -----
+    Each row is touched once, by its owner, through a Gaussian mechanism with
+    sensitivity ``2 B0`` and noise ``2 B0 / mu_path``: the stream is ``mu_path``-GDP for
+    every person whatever the order of the rows (parallel composition, ldp-sgd paper
+    Prop. 5). The server sees only noisy gradients. The private plug-in ("plugin")
+    needs a curator (see the module notes) and costs its own budget, released once:
+    the first :meth:`results` that includes it records it in the ledger; later calls
+    reuse it scaled to the current n.
+    """
+
+    def __init__(self, formula: str, *, family: str = "huber", c: float | None = None,
+                 tau: float = 0.5, weights: str | None = "default",
+                 bounds: Mapping[str, Any] | None = None,
+                 levels: Mapping[str, Any] | None = None, missing: str = "raise",
+                 eval_env: int = 0, **options):
+        check_known(options)
+        wrong = [k for k in options if k not in _STREAM_OPTIONS]
+        if wrong:
+            raise OptionError(f"{wrong} do not apply to a stream; options are "
+                              f"{list(_STREAM_OPTIONS)}")
+        if not isinstance(formula, str) or "~" not in formula:
+            from dpreg.exceptions import FormulaError
+            raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
+        self._opts = FitOptions(engine="ldp_sgd", **options)
+        self._request = PrivacyRequest.from_options(
+            mu=self._opts.mu, epsilon=self._opts.epsilon, delta=self._opts.delta,
+            rho=self._opts.rho)
+        from dpreg.design import check_bounds, check_missing
+        from dpreg.model import _family_constants
+
+        self._family = get_family(family)
+        _family_constants(self._family, c, tau, weights)  # validate now, not at chunk 1
+        self._model_args = {"family": self._family, "c": c, "tau": tau, "weights": weights}
+        self._formula = formula
+        self._bounds = check_bounds(bounds)
+        self._levels = levels
+        self._missing = check_missing(missing)
+        self._env = capture_env(eval_env + 1)
+        self._run: _LDPRun | None = None
+        self._kinds: dict[str, str] = {}
+
+    @property
+    def nobs(self) -> int:
+        """Rows used so far."""
+        return 0 if self._run is None else self._run.path.nobs
+
+    @property
+    def ledger(self) -> Ledger | None:
+        """The privacy ledger (``None`` before the first chunk)."""
+        return None if self._run is None else self._run.ledger
+
+    def partial_fit(self, chunk) -> "LDPStream":
+        """Take one step per row of ``chunk`` (a DataFrame or a pyarrow batch/table).
+
+        A bad chunk (missing column, changed dtype, missing value with
+        ``missing="raise"``, a category outside the declared levels) raises a
+        :class:`~dpreg.exceptions.DataError` before any row is used: the stream's
+        state is unchanged and the next chunk can follow.
+        """
+        data = _as_frame(chunk)
+        if self._run is None:
+            self._start(data)
+            return self
+        y, X, dropped = build_chunk(self._run.model.design, data, missing=self._missing,
+                                    bounds=self._bounds, levels=self._levels,
+                                    dtypes=self._kinds)
+        if len(y):
+            self._family.check_y(y, self._run.model.design.endog_name)
+            self._run.update(X, y, dropped)
+        else:
+            self._run.n_dropped += dropped
+        return self
+
+    def _start(self, data: pd.DataFrame) -> None:
+        from dpreg.model import DPRegression
+
+        design = build_design(self._formula, data, missing=self._missing,
+                              bounds=self._bounds, levels=self._levels, eval_env=self._env,
+                              binary_outcome=self._family.name == "logistic", chunk=True)
+        model = DPRegression(None, None, _design=design, **self._model_args)
+        model._check_design_privacy(self._opts.strict)
+        kinds = column_kinds(self._formula, data)
+        run = _LDPRun(model, self._opts, self._request)
+        run.update(design.exog, design.endog, design.n_dropped)
+        self._run, self._kinds = run, kinds
+
+    def consume(self, source, *, chunksize: int = 100_000,
+                progress: bool = False) -> "LDPStream":
+        """Stream every chunk of ``source`` through :meth:`partial_fit`.
+
+        Parameters
+        ----------
+        source : str, os.PathLike, DataFrame, pyarrow Table/RecordBatch, or iterable
+            A ``.csv`` (optionally compressed) or ``.parquet`` path is read in chunks of
+            ``chunksize`` rows (parquet needs pyarrow); an iterable yields chunks.
+        chunksize : int
+            Rows per chunk when reading a file.
+        progress : bool
+            Show a progress bar over chunks.
+        """
+        if isinstance(chunksize, bool) or not isinstance(chunksize, int) or chunksize < 1:
+            raise OptionError(f"chunksize must be a positive integer, got {chunksize!r}")
+        for chunk in tqdm(_chunks(source, chunksize), disable=not progress,
+                          desc="LDP-SGD", unit="chunk", leave=False):
+            self.partial_fit(chunk)
+        return self
+
+    def results(self, *, plugin: bool | None = None) -> DPRegressionResults:
+        """Results for the rows seen so far (the stream can go on).
+
+        Parameters
+        ----------
+        plugin : bool, optional
+            Release the private plug-in matrices (default: if the budget has a share
+            for them). They are released once per stream; ``plugin=False`` gives random
+            scaling and batch means without spending it.
+        """
+        if self._run is None:
+            raise DataError("the stream has seen no rows yet; call partial_fit first")
+        return self._run.results(release_plugin=plugin)
+
+    def __repr__(self) -> str:
+        return (f"<LDPStream {self._formula!r}, {self._family.name}, "
+                f"{self._request.describe()}: {self.nobs} rows>")
+
+
+def _as_frame(chunk) -> pd.DataFrame:
+    if isinstance(chunk, pd.DataFrame):
+        return chunk
+    to_pandas = getattr(chunk, "to_pandas", None)  # pyarrow Table / RecordBatch
+    if callable(to_pandas):
+        return to_pandas()
+    if isinstance(chunk, Mapping):
+        return pd.DataFrame(chunk)
+    raise DataError(f"a chunk must be a pandas DataFrame or a pyarrow Table/RecordBatch, "
+                    f"got {type(chunk).__name__}")
+
+
+def _chunks(source, chunksize: int) -> Iterable:
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not os.path.exists(path):
+            raise DataError(f"no such file: {path!r}")
+        lower = path.lower()
+        if lower.endswith((".parquet", ".pq")):
+            try:
+                import pyarrow.parquet as pq
+            except ImportError:
+                raise OptionError("reading parquet needs pyarrow: pip install "
+                                  "'dpreg[stream]'") from None
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=chunksize):
+                yield batch
+            return
+        with pd.read_csv(path, chunksize=chunksize) as reader:
+            yield from reader
+        return
+    if isinstance(source, pd.DataFrame) or hasattr(source, "to_pandas"):
+        yield source
+        return
+    try:
+        iterator = iter(source)
+    except TypeError:
+        raise DataError(f"cannot stream from {type(source).__name__}: give a path, a "
+                        "DataFrame or an iterable of DataFrames") from None
+    yield from iterator

@@ -1,0 +1,181 @@
+"""LDPStream and engine="ldp_sgd": chunks versus one shot, files, bad chunks, ledger."""
+
+import math
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg
+from dpreg.exceptions import DataError, FormulaError, OptionError
+from dpreg.privacy import epsilon_to_mu
+
+FORMULA = "y ~ x1 + x2 + C(g)"
+LEVELS = {"g": ["a", "b"]}
+
+
+@pytest.fixture
+def frame(seed):
+    rng = np.random.default_rng(seed)
+    n = 6000
+    x = rng.standard_normal((n, 2))
+    g = rng.choice(["a", "b"], n)
+    y = 1 + x.sum(axis=1) + 0.5 * (g == "b") + 0.5 * rng.standard_normal(n)
+    return pd.DataFrame({"y": y, "x1": x[:, 0], "x2": x[:, 1], "g": g})
+
+
+def _stream(**kw):
+    opts = dict(family="huber", mu=2.0, levels=LEVELS, random_state=7)
+    opts.update(kw)
+    return dpreg.LDPStream(FORMULA, **opts)
+
+
+def _same(r1, r2):
+    np.testing.assert_array_equal(r1.params, r2.params)
+    for method in r1.inferences:
+        np.testing.assert_array_equal(r1.conf_int(method=method), r2.conf_int(method=method),
+                                      err_msg=method)
+
+
+def test_chunks_equal_one_shot(frame):
+    one = dpreg.dp_huber(FORMULA, frame, engine="ldp_sgd", mu=2.0, levels=LEVELS,
+                         random_state=7, budget_split={"path": 0.5, "hessian": 0.25,
+                                                       "score": 0.25})
+    stream = _stream(budget_split={"path": 0.5, "hessian": 0.25, "score": 0.25})
+    for a, b in [(0, 1), (1, 500), (500, 4097), (4097, 6000)]:
+        stream.partial_fit(frame.iloc[a:b])
+    many = stream.results()
+    assert set(one.inferences) == {"rs", "batch_means", "plugin"}
+    _same(one, many)
+    assert many.nobs == 6000 and np.all(np.isfinite(many.bse))
+
+
+def test_csv_and_parquet_paths(frame, tmp_path):
+    pytest.importorskip("pyarrow")
+    csv, pq = tmp_path / "d.csv", tmp_path / "d.parquet"
+    frame.to_csv(csv, index=False)
+    frame.to_parquet(pq, index=False)
+    ref = _stream().consume([frame.iloc[i:i + 1000] for i in range(0, 6000, 1000)]).results()
+    from_csv = _stream().consume(csv, chunksize=1000).results()
+    from_pq = _stream().consume(pq, chunksize=1000).results()
+    np.testing.assert_allclose(from_csv.params, ref.params, rtol=1e-12)
+    np.testing.assert_allclose(from_pq.params, ref.params, rtol=1e-12)
+
+
+@pytest.mark.parametrize("spoil, match", [
+    (lambda d: d.drop(columns="x2"), "lacks column"),
+    (lambda d: d.assign(x1=d["x1"].astype(str)), "changed type"),
+    (lambda d: d.assign(x1=d["x1"].where(d.index % 7 != 0)), "missing values"),
+    (lambda d: d.assign(g=np.where(d.index % 5 == 0, "c", d["g"])), "outside the declared"),
+    (lambda d: d.assign(x2=np.where(d.index % 9 == 0, np.inf, d["x2"])), "infinite"),
+])
+def test_bad_chunk_fails_clearly_and_leaves_the_stream_intact(frame, spoil, match):
+    stream = _stream()
+    stream.partial_fit(frame.iloc[:2000])
+    before = stream.results(plugin=False)
+    bad = spoil(frame.iloc[2000:3000].copy())
+    with pytest.raises(DataError, match=match):
+        stream.partial_fit(bad)
+    assert stream.nobs == 2000
+    _same(before, stream.results(plugin=False))
+    stream.partial_fit(frame.iloc[2000:])
+    clean = _stream().partial_fit(frame.iloc[:2000]).partial_fit(frame.iloc[2000:])
+    _same(stream.results(), clean.results())
+
+
+def test_missing_drop_counts_rows(frame):
+    holes = frame.assign(x1=frame["x1"].where(frame.index % 10 != 3))
+    res = _stream(missing="drop").consume([holes.iloc[:3000], holes.iloc[3000:]]).results()
+    assert res.n_dropped == 600 and res.nobs == 5400
+
+
+def test_ledger_states_the_local_guarantee_and_the_plugin_once(frame):
+    stream = _stream(mu=math.sqrt(3), cov_type="plugin")
+    stream.partial_fit(frame.iloc[:3000])
+    first = stream.results()
+    stream.partial_fit(frame.iloc[3000:])
+    later = stream.results()
+    ledger = stream.ledger
+    frame_ = ledger.to_frame()
+    assert list(frame_["scope"]) == ["local", "central", "central"]
+    assert list(frame_["mu"]) == pytest.approx([1.0, 1.0, 1.0], rel=1e-9)
+    assert ledger.total_mu == pytest.approx(math.sqrt(3), rel=1e-9)
+    assert "each row is mu = 1 GDP on its own" in ledger.as_text()
+    assert "Released at n = 3000" in later.inferences["plugin"].note
+    # the plug-in covariance released at n = 3000 is rescaled, not re-released
+    np.testing.assert_allclose(later.bse ** 2 * 6000, first.bse ** 2 * 3000, rtol=1e-12)
+    # local noise: 2 B0 / mu_path with B0 = sqrt(2) c (ldp-sgd paper, Example 1)
+    b0 = math.sqrt(2) * 1.345
+    assert later.settings["local noise sd (2 B0 / mu)"] == pytest.approx(2 * b0, rel=1e-9)
+
+
+def test_epsilon_delta_request_is_met_exactly(frame):
+    res = _stream(mu=None, epsilon=2.0, delta=1e-6).consume(frame).results()
+    mu = epsilon_to_mu(2.0, 1e-6)
+    b0 = math.sqrt(2) * 1.345
+    assert res.settings["local noise sd (2 B0 / mu)"] == pytest.approx(2 * b0 / mu, rel=1e-6)
+    assert res.ledger.epsilon_rigorous[0] <= 2.0 * (1 + 1e-9)
+
+
+def test_results_without_plugin_spend_nothing(frame):
+    stream = _stream(cov_type="plugin").consume(frame)
+    res = stream.results(plugin=False)
+    assert "plugin" not in res.inferences and len(stream.ledger) == 1
+    assert res.cov_type == "rs"
+
+
+def test_private_results_hold_no_raw_rows(frame):
+    res = _stream().consume(frame).results()
+    blob = pickle.dumps(res) + res.summary().as_text().encode()
+    for value in frame["y"].iloc[:50]:
+        assert np.float64(value).tobytes() not in blob
+        assert repr(float(value)).encode() not in blob
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    ({"steps": 10}, OptionError, "do not apply to a stream"),
+    ({"cov_type": "runs"}, OptionError, "not available with engine 'ldp_sgd'"),
+    ({"lr_decay": 0.4}, OptionError, "lr_decay"),
+    ({"mu": -1}, dpreg.BudgetExceededError, "mu"),
+])
+def test_bad_stream_options(kw, err, match):
+    with pytest.raises(err, match=match):
+        _stream(**kw)
+
+
+def test_bad_sources(frame):
+    with pytest.raises(FormulaError):
+        dpreg.LDPStream("y x1", mu=1)
+    with pytest.raises(DataError, match="no such file"):
+        _stream().consume("/nonexistent/file.csv")
+    with pytest.raises(DataError, match="no rows yet"):
+        _stream().results()
+    with pytest.raises(DataError, match="DataFrame"):
+        _stream().partial_fit(42)
+
+
+def test_one_shot_refuses_dpsgd_only_options(frame):
+    with pytest.raises(OptionError, match="ldp_sgd"):
+        dpreg.dp_huber(FORMULA, frame, engine="ldp_sgd", mu=1, levels=LEVELS, steps=100)
+
+
+def test_prs_covers_in_a_small_monte_carlo():
+    """PRS at n = 20,000, mu = 2, Huber (Table 1 design, p = 3): 200 replications.
+
+    Nominal 0.95 averaged over 4 coefficients; the Monte Carlo s.e. of an average of
+    4 dependent coverage indicators is at most sqrt(.95 .05 / 200) = 0.0154; we allow
+    3 of them below and any excess above (random scaling is conservative at finite n).
+    """
+    rng = np.random.default_rng(11)
+    n, reps = 20000, 200
+    cover = []
+    for r in range(reps):
+        x = rng.standard_normal((n, 3))
+        y = 1 + x.sum(axis=1) + 0.5 * rng.standard_normal(n)
+        d = pd.DataFrame({"y": y, "x1": x[:, 0], "x2": x[:, 1], "x3": x[:, 2]})
+        res = dpreg.dp_huber("y ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2.0,
+                             random_state=r)
+        ci = res.conf_int(method="rs").to_numpy()
+        cover.append(np.mean((ci[:, 0] <= 1) & (1 <= ci[:, 1])))
+    assert np.mean(cover) >= 0.95 - 3 * 0.0154
