@@ -324,16 +324,69 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
             counts = {c: int(data[c].isna().sum()) for c in cols}
             raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
                             "missing='drop' to drop incomplete rows, or fill them")
-    y_df, X_df = _patsy_call(patsy.build_design_matrices,
-                             [template.endog_info, template.design_info], data,
-                             NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
-    if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
-        y_df = y_df.iloc[:, [1]]
-    y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
-    X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    plan = _numeric_plan(template, data)
+    if plan is not None:
+        y, X = _numeric_columns(plan, data)
+    else:
+        y_df, X_df = _patsy_call(patsy.build_design_matrices,
+                                 [template.endog_info, template.design_info], data,
+                                 NA_action=patsy.NAAction(on_NA=missing),
+                                 return_type="dataframe")
+        if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
+            y_df = y_df.iloc[:, [1]]
+        y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
+        X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
     if len(y):
         check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
     return y, X, len(data) - len(y)
+
+
+def _numeric_plan(template: Design, data: pd.DataFrame):
+    """``(outcome column, [columns of each design term])`` when every term is the
+    intercept or a product of raw numeric data columns, else ``None``.
+
+    Such designs are built directly with numpy (patsy evaluates each factor through
+    ``eval`` and checks missing values per factor: ten times slower on a stream's
+    chunks); the result equals patsy's (tested).
+    """
+    def column(factor, info):
+        code = getattr(factor, "code", None)
+        if (info.type != "numerical" or info.num_columns != 1 or code not in data.columns
+                or not pd.api.types.is_numeric_dtype(data[code].dtype)
+                or pd.api.types.is_bool_dtype(data[code].dtype)):
+            return None
+        return code
+
+    di, yi = template.design_info, template.endog_info
+    if di is None or yi is None or len(yi.terms) != 1 or len(yi.terms[0].factors) != 1:
+        return None
+    y_factor = yi.terms[0].factors[0]
+    y_col = column(y_factor, yi.factor_infos[y_factor])
+    if y_col is None:
+        return None
+    terms = []
+    for term in di.terms:
+        cols = [column(f, di.factor_infos[f]) for f in term.factors]
+        if any(c is None for c in cols):
+            return None
+        terms.append(cols)
+    return y_col, terms
+
+
+def _numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Outcome and design matrix by the plan of :func:`_numeric_plan`; rows with a
+    missing value in a used column are dropped (``missing="raise"`` was checked)."""
+    y_col, terms = plan
+    used = list(dict.fromkeys([y_col] + [c for cols in terms for c in cols]))
+    values = {c: data[c].to_numpy(dtype=float, na_value=np.nan) for c in used}
+    keep = ~np.any([np.isnan(v) for v in values.values()], axis=0)
+    X = np.empty((int(keep.sum()), len(terms)))
+    for j, cols in enumerate(terms):
+        col = np.ones(X.shape[0])
+        for c in cols:
+            col = col * values[c][keep]
+        X[:, j] = col
+    return np.ascontiguousarray(values[y_col][keep]), X
 
 
 def _kind(s: pd.Series) -> str:

@@ -139,8 +139,8 @@ class DPRegressionResults:
         ----------
         alpha : float
             In (0, 1).
-        method : {"plugin", "rs", "oracle"}, optional
-            Defaults to the fit's ``cov_type``.
+        method : {"plugin", "rs", "batch_means", "runs", "checkpoints", "oracle"}, optional
+            Defaults to the fit's ``cov_type``; the engine decides which exist.
         """
         if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
             raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
@@ -191,6 +191,18 @@ class DPRegressionResults:
             raise DataError(f"exog has {X.shape[1]} columns; the model has {len(self._names)}: "
                             f"{self._names}")
         return X @ self.params.to_numpy()
+
+    def plot_trajectory(self, *, alpha: float = 0.05, methods=None, start: float = 0.005,
+                        truth=None, path=None, show: bool = False):
+        """Running estimates with their intervals against rows used (matplotlib).
+
+        See :func:`dpreg.plotting.plot_trajectory` for the parameters; returns the
+        Figure, saved to ``path`` if given.
+        """
+        from dpreg.plotting import plot_trajectory
+
+        return plot_trajectory(self, alpha=alpha, methods=methods, start=start, truth=truth,
+                               path=path, show=show)
 
     # -- presentation ------------------------------------------------------------------
     def _privacy_line(self) -> str:

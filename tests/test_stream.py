@@ -179,3 +179,30 @@ def test_prs_covers_in_a_small_monte_carlo():
         ci = res.conf_int(method="rs").to_numpy()
         cover.append(np.mean((ci[:, 0] <= 1) & (1 <= ci[:, 1])))
     assert np.mean(cover) >= 0.95 - 3 * 0.0154
+
+
+def test_numeric_fast_path_equals_patsy(seed):
+    """Chunks of plain numeric designs are built without patsy; the columns must be
+    patsy's, including interactions, and rows with a missing value are dropped."""
+    import patsy
+
+    from dpreg.formula import _numeric_columns, _numeric_plan, build_design
+
+    rng = np.random.default_rng(seed)
+    d = pd.DataFrame(rng.standard_normal((500, 3)), columns=["y", "a", "b"])
+    d.loc[d.index % 11 == 0, "a"] = np.nan
+    formula = "y ~ a + b + a:b"
+    template = build_design(formula, d.iloc[1:50], chunk=True)
+    plan = _numeric_plan(template, d)
+    assert plan is not None
+    y, X = _numeric_columns(plan, d)
+    y_ref, X_ref = patsy.build_design_matrices(
+        [template.endog_info, template.design_info], d, NA_action="drop")
+    np.testing.assert_array_equal(X, np.asarray(X_ref))
+    np.testing.assert_array_equal(y, np.asarray(y_ref)[:, 0])
+    # a categorical or transformed term falls back to patsy
+    cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50],
+                       chunk=True)
+    assert _numeric_plan(cat, d.assign(g="u")) is None
+    logged = build_design("y ~ np.exp(a)", d.iloc[1:50], chunk=True)
+    assert _numeric_plan(logged, d) is None

@@ -151,6 +151,7 @@ def run_dpgd(X: np.ndarray, y: np.ndarray, *, objective, settings: GDSettings,
     paths = np.empty((R, T + 1, p))
     clip_count = np.zeros(1, dtype=np.int64)
     gbuf = np.zeros(p)
+    psi = np.empty(n)
     noise_buf = np.empty((min(BLOCK_STEPS, T), p))
     bar = tqdm(total=R * T, disable=not progress, desc="DP-GD", unit="step", leave=False)
     try:
@@ -166,7 +167,7 @@ def run_dpgd(X: np.ndarray, y: np.ndarray, *, objective, settings: GDSettings,
                 status, done = _gd_kernels.dpgd_block(
                     X, y, xnorm, w, code, c, tau, noise, float(settings.lr),
                     float(settings.clip), float(settings.noise_std), theta, path, t_done,
-                    gbuf, clip_count)
+                    psi, gbuf, clip_count)
                 if status != STATUS_OK:
                     raise ConvergenceError(
                         f"DP-GD diverged (non-finite iterate) at step {t_done + done + 1} of "

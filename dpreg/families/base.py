@@ -52,6 +52,12 @@ class Family:
         makes the average of noisy iterates biased by about
         ``A^{-1} G'' Var(theta_t) / 2``, which shrinks with the step size (measured:
         expectile tau = 0.8, intercept bias 2 s.e. at 1/kappa, 0.2 s.e. at 1/(4 kappa)).
+    ldp_lr_scale : float
+        The same for LDP-SGD (one pass): 1 where the score is linear or symmetric at the
+        target (linear, Huber), which forgets the start fastest; 1/4 for logistic and
+        expectile, whose noise-driven bias grows with the step (validation/ldp_families.py;
+        expectile tau = 0.2, n = 1e5, mu = 1: intercept bias 1.7 s.d. at 1/kappa, 1.2 at
+        1/(4 kappa)).
     """
 
     name: str
@@ -67,6 +73,7 @@ class Family:
     uses_tau: bool = False
     mallows_default: bool = False
     lr_scale: float = 0.25
+    ldp_lr_scale: float = 0.25
 
     def describe(self, c: float, tau: float, weights: str | None) -> str:
         """Label with the tuning constants, e.g. ``"Huber (c = 1.345), Mallows weights"``."""
