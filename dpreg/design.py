@@ -140,8 +140,9 @@ def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
         return
     if n < p:
         raise DataError(f"more regressors ({p}) than rows ({n}): the model is not identified")
-    # Collinearity: a column whose pivoted-QR diagonal is negligible depends on the others.
-    r = np.linalg.qr(exog, mode="r")
+    # Collinearity: a column whose QR diagonal is negligible depends on the others. R is
+    # computed by blocks of rows (R of [R_prev; X_block]), so no copy of X is made.
+    r = _blocked_r(exog)
     diag = np.abs(np.diag(r))
     scale = np.linalg.norm(exog, axis=0)
     tol = max(n, p) * np.finfo(float).eps * 1e3
@@ -150,6 +151,14 @@ def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
         raise DataError(f"the design matrix is rank deficient: column(s) {dependent} are "
                         "linear combinations of earlier columns (perfect collinearity); "
                         "drop them or change the coding")
+
+
+def _blocked_r(X: np.ndarray, block: int = 1 << 16) -> np.ndarray:
+    """The R factor of ``X = QR`` (up to row signs) from blocks of rows (TSQR)."""
+    r = np.zeros((0, X.shape[1]))
+    for start in range(0, X.shape[0], block):
+        r = np.linalg.qr(np.vstack([r, X[start:start + block]]), mode="r")
+    return r
 
 
 def design_from_arrays(endog, exog, *, missing: str = "drop",

@@ -206,3 +206,32 @@ def test_numeric_fast_path_equals_patsy(seed):
     assert _numeric_plan(cat, d.assign(g="u")) is None
     logged = build_design("y ~ np.exp(a)", d.iloc[1:50], chunk=True)
     assert _numeric_plan(logged, d) is None
+
+
+def test_trajectory_bands_end_at_the_reported_intervals(frame, tmp_path):
+    pytest.importorskip("matplotlib")
+    from dpreg.plotting import trajectory_bands
+
+    res = _stream(mu=math.sqrt(3), cov_type="plugin").consume(frame).results()
+    bands = trajectory_bands(res.trajectory, alpha=0.1)
+    assert bands["steps"][-1] == res.nobs
+    for method in ("rs", "plugin", "batch_means"):
+        ci = res.conf_int(alpha=0.1, method=method).to_numpy()
+        np.testing.assert_allclose(bands["half_width"][method][-1], (ci[:, 1] - ci[:, 0]) / 2,
+                                   rtol=1e-10, err_msg=method)
+    np.testing.assert_allclose(bands["estimate"][-1], res.params, rtol=1e-12)
+    fig = res.plot_trajectory(path=tmp_path / "t.png", truth=[1, 1, 1, 0.5])
+    assert (tmp_path / "t.png").stat().st_size > 10_000
+    assert len(fig.axes[0].lines) == 1 + 2 * 3 + 1  # estimate, 3 bands, truth
+
+
+def test_plot_trajectory_of_a_dpsgd_fit(small_frame, small_bounds, tmp_path):
+    pytest.importorskip("matplotlib")
+    res = dpreg.dp_ols("y ~ x + d", small_frame, mu=1, bounds=small_bounds, random_state=1)
+    fig = res.plot_trajectory(path=tmp_path / "d.png")
+    assert len(fig.axes[0].lines) == 2  # running average and iterate
+    with pytest.raises(OptionError, match="no trajectory for"):
+        from dpreg.plotting import trajectory_bands
+        trajectory_bands(_stream().consume(small_frame.assign(
+            x1=small_frame["x"], x2=small_frame["d"], g="a")).results().trajectory,
+            methods=["plugin"])

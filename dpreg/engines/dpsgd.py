@@ -75,7 +75,9 @@ def default_schedule(n: int, batch_size: int | None = None,
 
 
 def _block_size(batch_size: int, p: int) -> int:
-    return int(min(1 << 15, max(256, (1 << 20) // max(batch_size, p, 1))))
+    # about 2^20 uniforms per block: a large batch gets few steps per block, so the
+    # pre-drawn randomness never grows with n (a batch of 2e6 once asked for 4 GiB)
+    return int(max(1, min(1 << 15, (1 << 20) // max(batch_size, p, 1))))
 
 
 def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,

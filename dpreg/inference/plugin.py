@@ -34,22 +34,38 @@ def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -
     per-row term is bounded by ``hess_bound * min(2, x_bound^2)``, without them by
     ``hess_bound * x_bound^2``.
     """
-    Xc = X if x_bound is None else clip_rows(X, x_bound)
-    xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
-    h = np.empty(X.shape[0])
-    _kernels.hessian_weights(X, y, xnorm, objective.weights, objective.family.code,
-                             objective.c, objective.tau, np.asarray(theta, float), clip, h)
-    h = np.clip(h, 0.0, objective.hess_bound)
-    return (Xc * h[:, None]).T @ Xc / X.shape[0]
+    theta = np.asarray(theta, float)
+    out = np.zeros((X.shape[1], X.shape[1]))
+    for rows in _blocks(X.shape[0]):  # by blocks of rows: no full-size temporaries
+        Xb = X[rows]
+        Xc = Xb if x_bound is None else clip_rows(Xb, x_bound)
+        xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        h = np.empty(Xb.shape[0])
+        _kernels.hessian_weights(Xb, y[rows], xnorm, objective.weights[rows],
+                                 objective.family.code, objective.c, objective.tau, theta,
+                                 clip, h)
+        h = np.clip(h, 0.0, objective.hess_bound)
+        out += (Xc * h[:, None]).T @ Xc
+    return out / X.shape[0]
+
+
+def _blocks(n: int, size: int = 1 << 16):
+    return (slice(start, start + size) for start in range(0, n, size))
 
 
 def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
     """``n^{-1} sum_i g~_i g~_i^T`` with weighted per-example gradients clipped at ``clip``."""
-    xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
-    g = np.empty_like(X)
-    _kernels.clipped_gradients(X, y, xnorm, objective.weights, objective.family.code,
-                               objective.c, objective.tau, np.asarray(theta, float), clip, g)
-    return g.T @ g / X.shape[0]
+    theta = np.asarray(theta, float)
+    out = np.zeros((X.shape[1], X.shape[1]))
+    for rows in _blocks(X.shape[0]):
+        Xb = X[rows]
+        xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        g = np.empty_like(Xb)
+        _kernels.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
+                                   objective.family.code, objective.c, objective.tau, theta,
+                                   clip, g)
+        out += g.T @ g
+    return out / X.shape[0]
 
 
 def floor_eigenvalues(M: np.ndarray, floor: float,
