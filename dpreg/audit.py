@@ -31,7 +31,8 @@ Carlini (2021), "Adversary instantiation: lower bounds for differentially privat
 machine learning", IEEE S&P. Clopper and Pearson (1934), Biometrika 26(4), 404-413.
 
 The audits here cover the Gaussian vector mechanism, the Gaussian matrix mechanism of
-:mod:`dpreg.privacy.mechanisms` and the DP-SGD engine (:func:`dpreg.engines.run_dpsgd`).
+:mod:`dpreg.privacy.mechanisms`, the DP-SGD engine (:func:`dpreg.engines.run_dpsgd`) and
+one person's release in LDP-SGD (:class:`dpreg.LDPStream`).
 """
 
 from __future__ import annotations
@@ -46,14 +47,14 @@ from statsmodels.stats.proportion import proportion_confint
 
 from dpreg.engines.dpsgd import SGDSettings, run_dpsgd
 from dpreg.exceptions import OptionError
-from dpreg.families import Objective, get_family
+from dpreg.families import Objective, get_family, mallows_weights
 from dpreg.privacy.accountants import rigorous_epsilon
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import calibrate_dpsgd, mu_to_epsilon
 
 __all__ = [
     "AuditResult", "AuditReport", "clopper_pearson", "epsilon_lower_bound",
-    "audit_gaussian_mechanism", "audit_matrix_mechanism", "audit_dpsgd",
+    "audit_gaussian_mechanism", "audit_matrix_mechanism", "audit_dpsgd", "audit_ldp_step",
 ]
 
 # --------------------------------------------------------------------------- results
@@ -605,3 +606,89 @@ def audit_dpsgd(mu=1.0, runs=2000, delta=1e-5, rng=None, *, n=50, p=2, batch_siz
                   "statistic": statistic, "neighbour": neighbour,
                   "noise_multiplier": event.noise_multiplier, "noise_scale": noise_scale,
                   "alpha": alpha})
+
+
+def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber",
+                   noise_scale=1.0, alpha=0.05) -> AuditReport:
+    """Audit one person's release in LDP-SGD, calibrated by :class:`dpreg.LDPStream`.
+
+    Parameters
+    ----------
+    mu : float
+        The stream's budget (all on the local path).
+    runs : int
+        Releases per data set: ``runs`` people with the canary row, ``runs`` with its
+        neighbour, each seen once by one stream.
+    delta : float
+    rng : numpy.random.Generator, int or None
+    family : {"huber", "logistic", "expectile"}
+        Family (with its Mallows weights and gradient bound ``B0``).
+    noise_scale : float
+        Noise actually added as a multiple of the calibrated ``2 B0 / mu``.
+    alpha : float
+
+    Returns
+    -------
+    AuditReport
+
+    Notes
+    -----
+    The server sees, from person ``i``, the noisy gradient ``g_i + (2 B0/mu) xi_i``,
+    which it can read off the path as ``(theta_{i-1} - theta_i) / gamma_i``. The canary
+    row ``x = (1, 1)`` (intercept and ``x1 = 1``: ``||x||^2 = 2``, Mallows weight 1,
+    ``w ||x|| = sqrt(2)``) with ``y = 1000`` has a residual beyond ``c``, so its gradient
+    is ``-c x``, of norm ``B0 = sqrt(2) c``; the neighbour ``y = -1000`` has ``+c x``:
+    the replace-one sensitivity ``2 B0`` in full. The statistic is the recovered
+    release projected on ``x``: the likelihood ratio for two Gaussians, so a correct
+    mechanism is audited tightly (``epsilon_pair`` is the exact epsilon between the two
+    release distributions). For the logistic family no row attains the bound ``B0``
+    (the score ``|y - p|`` is below 1 at any finite index), nor does an expectile pair
+    with ``tau != 0.5`` reach ``2 B0``: their audits are loose by construction.
+    """
+    import pandas as pd
+
+    from dpreg.stream import LDPStream
+
+    mu = _check_positive("mu", mu)
+    runs = _check_runs(runs)
+    noise_scale = _check_positive("noise_scale", noise_scale)
+    gen = np.random.default_rng(rng)
+    t0 = time.perf_counter()
+    # ||x||^2 = 2 puts the Mallows weight at 1 and w ||x|| at sqrt(2): the bound B0
+    x = np.array([[1.0, 1.0]])
+    first = pd.DataFrame({"y": [0.0], "x1": [1.0]})
+
+    def releases(y_value):
+        stream = LDPStream("y ~ x1", family=family, mu=mu, random_state=gen,
+                           x_bound=math.sqrt(2))
+        stream.partial_fit(first)  # sets up calibration, ledger and path (public row)
+        run = stream._run
+        event = run.ledger.events[0]
+        path = run.path
+        object.__setattr__(path, "settings", type(path.settings)(
+            **{**path.settings.__dict__, "noise_scale": noise_scale * event.noise_std}))
+        y = np.array([y_value])
+        direction = x[0] / np.linalg.norm(x[0])
+        out = np.empty(runs)
+        for r in range(runs):
+            before = path._theta @ direction
+            t = path.nobs + 1
+            path.update(x, y, mallows_weights(x))
+            step = path.settings.lr * t ** -path.settings.lr_decay
+            out[r] = (before - path._theta @ direction) / step  # the release, projected
+        return out, event
+
+    y_big = 1e3 if family != "logistic" else 1.0
+    scores_d, event = releases(y_big)
+    scores_dp, _ = releases(-y_big if family != "logistic" else 0.0)
+    result = epsilon_lower_bound(-scores_d, -scores_dp, delta, alpha, rng=gen)
+    eps, eps_gdp, accountant = _claims(event, delta)
+    return AuditReport(
+        mechanism=f"LDP-SGD: one person's release ({family}, local, replace-one)",
+        result=result, epsilon_claimed=eps, epsilon_gdp=eps_gdp, accountant=accountant,
+        # for Huber the canary pair is at the full sensitivity: shift / noise = mu
+        mu=event.mu(), epsilon_pair=(float(mu_to_epsilon(event.mu() / noise_scale, delta))
+                                     if family == "huber" else None),
+        event=event, seconds=time.perf_counter() - t0,
+        settings={"family": family, "noise_scale": noise_scale, "alpha": alpha,
+                  "B0": event.sensitivity / 2})

@@ -29,7 +29,7 @@ MU = 1.0
 ENTROPY = 20251122
 
 
-def cells(runs_gauss, runs_loop, runs_sgd):
+def cells(runs_gauss, runs_loop, runs_sgd, runs_ldp=200_000):
     """(label, audit function, runs, keyword arguments) of every row of the table."""
     sgd = dict(n=50, batch_size=5, steps=100)
     return [
@@ -52,6 +52,10 @@ def cells(runs_gauss, runs_loop, runs_sgd):
          dict(sgd, batch_size=50, statistic="average")),
         ("DP-SGD full batch n=m=50 T=100, last iterate", audit.audit_dpsgd, runs_sgd,
          dict(sgd, batch_size=50, statistic="last")),
+        ("LDP-SGD one person's release (Huber, LDPStream)", audit.audit_ldp_step, runs_ldp,
+         {}),
+        ("LDP-SGD release, BROKEN: half the claimed noise", audit.audit_ldp_step, runs_ldp,
+         dict(noise_scale=0.5)),
     ]
 
 
@@ -67,8 +71,9 @@ def one_cell(label, func, runs, kwargs, seed):
     return row
 
 
-def run(out_dir, n_jobs=2, runs_gauss=1_000_000, runs_loop=200_000, runs_sgd=20_000):
-    todo = cells(runs_gauss, runs_loop, runs_sgd)
+def run(out_dir, n_jobs=2, runs_gauss=1_000_000, runs_loop=200_000, runs_sgd=20_000,
+        runs_ldp=200_000):
+    todo = cells(runs_gauss, runs_loop, runs_sgd, runs_ldp)
     seeds = np.random.SeedSequence(ENTROPY).spawn(len(todo))
     t0 = time.perf_counter()
     rows = Parallel(n_jobs=n_jobs)(delayed(one_cell)(label, f, r, kw, s)
@@ -92,11 +97,13 @@ def main():
                     help="runs per data set calling gaussian_matrix_mechanism")
     ap.add_argument("--runs-dpsgd", type=int, default=20_000,
                     help="runs per data set of the DP-SGD audits")
+    ap.add_argument("--runs-ldp", type=int, default=200_000,
+                    help="people per data set of the LDP-SGD audits")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="validation/results")
     args = ap.parse_args()
     table, seconds = run(args.out, args.jobs, args.runs_gaussian, args.runs_loop,
-                         args.runs_dpsgd)
+                         args.runs_dpsgd, args.runs_ldp)
     with pd.option_context("display.width", 250, "display.max_colwidth", 60):
         print(table.to_string(index=False))
     print(f"\ntotal {seconds:.0f} s")
