@@ -441,13 +441,10 @@ def _chunks(source, chunksize: int) -> Iterable:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=chunksize):
                 yield batch
             return
-        try:  # pyarrow's streaming CSV reader is several times faster than pandas'
-            from pyarrow import csv as pa_csv
-        except ImportError:
-            with pd.read_csv(path, chunksize=chunksize) as reader:
-                yield from reader
-            return
-        yield from _arrow_csv_chunks(pa_csv, path, chunksize)
+        # pandas' chunked C reader: as fast as pyarrow's streaming reader here, and its
+        # memory stays flat (pyarrow's grew with the file: 470 -> 569 MiB, 1e6 -> 2e6 rows)
+        with pd.read_csv(path, chunksize=chunksize) as reader:
+            yield from reader
         return
     if isinstance(source, pd.DataFrame) or hasattr(source, "to_pandas"):
         yield source
@@ -459,22 +456,3 @@ def _chunks(source, chunksize: int) -> Iterable:
                         "DataFrame or an iterable of DataFrames") from None
     yield from iterator
 
-
-def _arrow_csv_chunks(pa_csv, path: str, chunksize: int):
-    """Frames of exactly ``chunksize`` rows (the last one shorter) from pyarrow's
-    streaming CSV reader, so chunks do not depend on the reader's block size."""
-    import pyarrow as pa
-
-    reader = pa_csv.open_csv(path, read_options=pa_csv.ReadOptions(block_size=1 << 24))
-    pending: list = []
-    rows = 0
-    for batch in reader:
-        pending.append(batch)
-        rows += batch.num_rows
-        while rows >= chunksize:
-            table = pa.Table.from_batches(pending)
-            yield table.slice(0, chunksize).to_pandas()
-            rest = table.slice(chunksize)
-            pending, rows = rest.to_batches(), rest.num_rows
-    if rows:
-        yield pa.Table.from_batches(pending).to_pandas()
