@@ -31,8 +31,9 @@ Carlini (2021), "Adversary instantiation: lower bounds for differentially privat
 machine learning", IEEE S&P. Clopper and Pearson (1934), Biometrika 26(4), 404-413.
 
 The audits here cover the Gaussian vector mechanism, the Gaussian matrix mechanism of
-:mod:`dpreg.privacy.mechanisms`, the DP-SGD engine (:func:`dpreg.engines.run_dpsgd`) and
-one person's release in LDP-SGD (:class:`dpreg.LDPStream`).
+:mod:`dpreg.privacy.mechanisms`, the DP-SGD engine (:func:`dpreg.engines.run_dpsgd`),
+one person's release in LDP-SGD (:class:`dpreg.LDPStream`) and full-batch DP-GD
+(:func:`dpreg.engines.dpgd.run_dpgd`).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from dpreg.privacy.gdp import calibrate_dpsgd, mu_to_epsilon
 __all__ = [
     "AuditResult", "AuditReport", "clopper_pearson", "epsilon_lower_bound",
     "audit_gaussian_mechanism", "audit_matrix_mechanism", "audit_dpsgd", "audit_ldp_step",
+    "audit_dpgd",
 ]
 
 # --------------------------------------------------------------------------- results
@@ -692,3 +694,79 @@ def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber"
         event=event, seconds=time.perf_counter() - t0,
         settings={"family": family, "noise_scale": noise_scale, "alpha": alpha,
                   "B0": event.sensitivity / 2})
+
+
+def audit_dpgd(mu=1.0, runs=20_000, delta=1e-5, rng=None, *, n=20, p=2, steps=50,
+               clip=1.0, lr=0.5, statistic="last", noise_scale=1.0,
+               alpha=0.05) -> AuditReport:
+    """Audit full-batch DP-GD (:func:`dpreg.engines.dpgd.run_dpgd`, linear family).
+
+    Parameters
+    ----------
+    mu : float
+        Budget of the path; the noise on the mean gradient is
+        ``lambda = sqrt(T) (2 clip / n) / mu``, the calibration of
+        ``fit(engine="dpgd")`` (Lemma 2.1 of the dpgd paper in GDP form).
+    runs : int
+        Runs on each data set (one vectorized ``run_dpgd`` call per data set).
+    delta : float
+    rng : numpy.random.Generator, int or None
+    n, p, steps : int
+        Rows, columns and T of the toy problem.
+    clip, lr : float
+        ``gamma`` and ``eta``.
+    statistic : {"last", "mean"}
+        First coordinate of the last iterate, or of the mean of the iterates.
+    noise_scale : float
+        Noise actually added as a multiple of the calibrated ``lambda``.
+    alpha : float
+
+    Returns
+    -------
+    AuditReport
+
+    Notes
+    -----
+    All rows are zero but the canary ``(e_1, +1e6)`` (``D``) or ``(e_1, -1e6)``
+    (``D'``), whose gradient is clipped to ``-/+ clip e_1`` at every step: the
+    replace-one sensitivity ``2 clip / n`` of the mean, every step. Zero rows have zero
+    gradient, so ``theta_T`` is the start minus ``eta`` times the sum of all T noisy mean
+    gradients: a sufficient statistic, and the audit of the last iterate is as tight as
+    the Gaussian mechanism's (the claimed epsilon is exact for T composed Gaussians).
+    """
+    from dpreg.engines.dpgd import GDSettings, run_dpgd
+
+    mu = _check_positive("mu", mu)
+    runs = _check_runs(runs)
+    clip = _check_positive("clip", clip)
+    noise_scale = _check_positive("noise_scale", noise_scale)
+    if statistic not in ("last", "mean"):
+        raise OptionError(f"statistic must be 'last' or 'mean'; got {statistic!r}")
+    gen = np.random.default_rng(rng)
+    t0 = time.perf_counter()
+    sens = 2.0 * clip / n
+    event = GaussianMechanismEvent(name="DP-GD path", sensitivity=sens,
+                                   noise_std=math.sqrt(steps) * sens / mu,
+                                   adjacency="replace-one", count=steps)
+    settings = GDSettings(steps=steps, clip=clip, lr=lr,
+                          noise_std=noise_scale * event.noise_std, runs=runs)
+    objective = Objective(get_family("linear"), np.inf, 0.5, np.ones(n), False)
+
+    def scores(y_canary):
+        X = np.zeros((n, p))
+        X[0, 0] = 1.0
+        y = np.zeros(n)
+        y[0] = y_canary
+        paths = run_dpgd(X, y, objective=objective, settings=settings,
+                         theta0=np.zeros(p), rng=gen).paths
+        return paths[:, -1, 0] if statistic == "last" else paths[:, 1:, 0].mean(axis=1)
+
+    result = epsilon_lower_bound(scores(1e6), scores(-1e6), delta, alpha, rng=gen)
+    eps, eps_gdp, accountant = _claims(event, delta)
+    return AuditReport(
+        mechanism=f"DP-GD ({statistic} iterate, n={n}, T={steps})", result=result,
+        epsilon_claimed=eps, epsilon_gdp=eps_gdp, accountant=accountant, mu=event.mu(),
+        epsilon_pair=float(mu_to_epsilon(event.mu() / noise_scale, delta)),
+        event=event, seconds=time.perf_counter() - t0,
+        settings={"n": n, "p": p, "steps": steps, "clip": clip, "lr": lr,
+                  "statistic": statistic, "noise_scale": noise_scale, "alpha": alpha})
