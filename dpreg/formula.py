@@ -194,6 +194,24 @@ def _normalize_bounds(bounds, data: pd.DataFrame) -> dict[str, tuple[float, floa
     return out
 
 
+def _prepare(formula: str, data: pd.DataFrame, bounds, levels, missing: str):
+    """Checks and public transformations shared by first and later chunks: column
+    checks, declared levels, clipping to declared bounds, the ``missing="raise"``
+    check. Returns the transformed copy and the normalized bounds."""
+    _check_columns(formula, data, levels)
+    bounds = _normalize_bounds(check_bounds(bounds), data)
+    data = _apply_levels(data, levels)
+    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
+    data = data.assign(**clipped) if clipped else data
+    if missing == "raise":
+        cols = _missing_columns(formula, data)
+        if cols:
+            counts = {c: int(data[c].isna().sum()) for c in cols}
+            raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
+                            "missing='drop' to drop incomplete rows, or fill them")
+    return data, bounds
+
+
 def build_design(formula: str, data, *, missing: str = "drop",
                  bounds: Mapping[str, Any] | None = None,
                  levels: Mapping[str, Sequence] | None = None, eval_env: int = 0,
@@ -232,20 +250,10 @@ def build_design(formula: str, data, *, missing: str = "drop",
     data = _plain_dtypes(_check_frame(data))
     if len(data) == 0:
         raise DataError("data has no rows")
-    _check_columns(formula, data, levels)
-    bounds = _normalize_bounds(check_bounds(bounds), data)
-    data = _apply_levels(data, levels)
-    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
-    data = data.assign(**clipped) if clipped else data
     if not isinstance(eval_env, patsy.EvalEnvironment):
         eval_env = patsy.EvalEnvironment.capture(eval_env + 1)
     env = eval_env.with_outer_namespace({"np": np})
-    if missing == "raise":
-        cols = _missing_columns(formula, data)
-        if cols:
-            counts = {c: int(data[c].isna().sum()) for c in cols}
-            raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
-                            "missing='drop' to drop incomplete rows, or fill them")
+    data, bounds = _prepare(formula, data, bounds, levels, missing)
     y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
                              NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
     y_info = y_df.design_info
@@ -313,17 +321,7 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
         raise DataError(f"column(s) {list(changed)} changed type between chunks (now "
                         f"{changed}, before {[dtypes[c] for c in changed]}); convert them "
                         "before streaming")
-    _check_columns(formula, data, levels)
-    bounds = _normalize_bounds(check_bounds(bounds), data)
-    data = _apply_levels(data, levels)
-    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
-    data = data.assign(**clipped) if clipped else data
-    if missing == "raise":
-        cols = _missing_columns(formula, data)
-        if cols:
-            counts = {c: int(data[c].isna().sum()) for c in cols}
-            raise DataError(f"missing values in column(s) {counts} and missing='raise'; use "
-                            "missing='drop' to drop incomplete rows, or fill them")
+    data, _ = _prepare(formula, data, bounds, levels, missing)
     plan = _numeric_plan(template, data)
     if plan is not None:
         y, X = _numeric_columns(plan, data)

@@ -82,6 +82,20 @@ def clipped_psi(X, y, xnorm, w, i, code, c, tau, theta, clip):
 
 
 @njit(cache=True)
+def rs_accumulate(theta, ref, s_run, m_acc, l_acc, t):
+    """Random-scaling sums after step ``t`` (MATH.md s.1), relative to ``ref``:
+    ``s_run += theta - ref``, ``l_acc += t s_run``, ``m_acc += s_run s_run'`` (upper)."""
+    p = theta.shape[0]
+    for j in range(p):
+        s_run[j] += theta[j] - ref[j]
+        l_acc[j] += t * s_run[j]
+    for a in range(p):
+        sa = s_run[a]
+        for b in range(a, p):
+            m_acc[a, b] += sa * s_run[b]
+
+
+@njit(cache=True)
 def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
                 inv_denom, noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
                 traj_stride, traj_avg, traj_iter, clip_count):
@@ -132,13 +146,7 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
                 finite = False
         if not finite:
             return STATUS_NONFINITE, b
-        for j in range(p):
-            s_run[j] += theta[j] - ref[j]
-            l_acc[j] += t * s_run[j]
-        for a in range(p):
-            sa = s_run[a]
-            for bb in range(a, p):
-                m_acc[a, bb] += sa * s_run[bb]
+        rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)
         to_snap -= 1
         if to_snap == 0:
             to_snap = traj_stride

@@ -7,7 +7,8 @@ mutated in place, a status code instead of exceptions, randomness drawn by the d
 import numpy as np
 from numba import njit
 
-from dpreg.engines._kernels import STATUS_NONFINITE, STATUS_OK, d2loss, dloss, linear_index
+from dpreg.engines._kernels import (STATUS_NONFINITE, STATUS_OK, d2loss, dloss, linear_index,
+                                    rs_accumulate)
 
 
 @njit(cache=True)
@@ -63,13 +64,7 @@ def ldp_sgd_rows(X, y, xnorm, w, xscale, code, c, tau, noise, t0, lr, lr_decay, 
                 finite = False
         if not finite:
             return STATUS_NONFINITE, i
-        for j in range(p):
-            s_run[j] += theta[j] - ref[j]
-            l_acc[j] += t * s_run[j]
-        for a in range(p):
-            sa = s_run[a]
-            for b in range(a, p):
-                m_acc[a, b] += sa * s_run[b]
+        rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)
         if mk < marks.shape[0] and t == marks[mk]:
             sum_sq = t * (t + 1.0) * (2.0 * t + 1.0) / 6.0
             for j in range(p):
