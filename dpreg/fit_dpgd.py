@@ -22,13 +22,17 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.engines.adassp import (AdaSSPSettings, adassp_covariance, adassp_estimate,
-                                  adassp_events)
+from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import BudgetExceededError, OptionError
 from dpreg.inference.base import Inference, NormalLaw
-from dpreg.inference.iterates import (aggregate, batch_layout, batch_means,
-                                      checkpoint_estimates, t_inference)
+from dpreg.inference.iterates import (
+    aggregate,
+    batch_layout,
+    batch_means,
+    checkpoint_estimates,
+    t_inference,
+)
 from dpreg.model import MAX_NOISE_MULTIPLIER, _report_delta
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
@@ -79,7 +83,7 @@ def _seed_text(opts) -> str:
 
 
 def _fmt_vec(names, values) -> str:
-    return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values))
+    return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values, strict=True))
 
 
 # ------------------------------------------------------------------------------ DP-GD
@@ -248,8 +252,9 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     if runs > 1:
         notes.append(f"cov_type='runs': {runs} independent runs, each paid from the budget "
                      f"(1/{runs} of the path's share each; one ledger row per run).")
-    notes.append(f"sd of the last {m} {'runs' if runs > 1 else 'checkpoints'} (estimates "
-                 "the sd of the last iterate; recycling-scraps s.3.1): "
+    where = f"the {runs} runs' last iterates" if runs > 1 else f"the last {m} checkpoints"
+    notes.append(f"sd of {where} (estimates the sd of the last iterate; recycling-scraps "
+                 "s.3.1): "
                  + _fmt_vec(names, ckpt_sd))
     notes.append(_clip_share_note(out, opts, events, rng_extra))
     table = {

@@ -100,7 +100,8 @@ def adassp_events(settings: AdaSSPSettings, mu_scale: float) -> list[GaussianMec
     return [GaussianMechanismEvent(name=name, sensitivity=s, noise_std=s / mu_i,
                                    adjacency="replace-one")
             for name, s in zip(MECHANISMS, adassp_sensitivities(settings.x_bound,
-                                                                 settings.y_bound))]
+                                                                 settings.y_bound),
+                                 strict=True)]
 
 
 def adassp_estimate(X: np.ndarray, y: np.ndarray, settings: AdaSSPSettings,
