@@ -8,9 +8,18 @@ privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 
 from dpreg import datasets, privacy
 from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
-from dpreg.exceptions import (BudgetExceededError, ConvergenceError, ConvergenceWarning,
-                              DataError, DatasetNotFoundError, DPRegError, FormulaError,
-                              OptionError, PrivacyLeakError, PrivacyLeakWarning)
+from dpreg.exceptions import (
+                              BudgetExceededError,
+                              ConvergenceError,
+                              ConvergenceWarning,
+                              DataError,
+                              DatasetNotFoundError,
+                              DPRegError,
+                              FormulaError,
+                              OptionError,
+                              PrivacyLeakError,
+                              PrivacyLeakWarning,
+)
 from dpreg.model import DPRegression
 from dpreg.oracle import oracle
 from dpreg.results import DPRegressionResults

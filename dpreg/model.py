@@ -17,12 +17,16 @@ import numpy as np
 
 from dpreg.design import Design, design_from_arrays
 from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
-from dpreg.exceptions import (BudgetExceededError, OptionError, PrivacyLeakError,
-                              PrivacyLeakWarning)
+from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
-from dpreg.inference.plugin import (floor_eigenvalues, hessian_matrix, path_variance,
-                                    plugin_inference, score_matrix)
+from dpreg.inference.plugin import (
+    floor_eigenvalues,
+    hessian_matrix,
+    path_variance,
+    plugin_inference,
+    score_matrix,
+)
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import FitOptions
 from dpreg.privacy.calibration import calibrate_to_budget
@@ -148,10 +152,18 @@ class DPRegression:
         rho : float, optional
             Total budget in zCDP, met by the RDP accountant. Give exactly one of ``mu``,
             ``epsilon`` with ``delta``, or ``rho``.
-        engine : {"dpsgd"}
-            Central DP-SGD with randomized subsampling.
-        cov_type : {"plugin", "rs"}
-            Inference behind ``pvalues``: private plug-in (normal) or random scaling.
+        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp"}
+            ``"dpsgd"``: central DP-SGD with randomized subsampling (default).
+            ``"ldp_sgd"``: local DP, one pass, each row privatized by its owner (see
+            :class:`dpreg.LDPStream`). ``"dpgd"``: full-batch DP-GD (Brown et al.).
+            ``"adassp"``: AdaSSP sufficient statistics (linear family only). The
+            user guide's "Choosing an engine" page compares them.
+        cov_type : str, optional
+            Inference behind ``bse`` and ``pvalues``. DP-SGD: ``"plugin"`` (default,
+            normal) or ``"rs"`` (random scaling). LDP-SGD: ``"rs"`` (default),
+            ``"batch_means"`` or ``"plugin"``. DP-GD: ``"batch_means"`` (default),
+            ``"checkpoints"`` or ``"runs"`` (t intervals from m estimates). AdaSSP:
+            ``"plugin"``. Every available method is also in ``conf_int(method=)``.
         batch_size : int, optional
             ``m`` (the expected batch size under Poisson sampling). Default: see Notes.
         sampling : {"uniform", "poisson"}
@@ -163,7 +175,8 @@ class DPRegression:
             Per-example gradient clipping norm ``tau``.
         lr, lr_decay : float
             Step size ``eta_t = lr * t^(-lr_decay)``, ``lr_decay`` in (1/2, 1),
-            default 0.501 (the paper's choice).
+            default 0.501 for DP-SGD and 0.51 for LDP-SGD (the papers' choices); DP-GD
+            uses the constant step ``lr``.
         x_bound : float, optional
             Public bound on the L2 norm of a design row (default: from ``bounds``).
         budget_split : dict, optional
@@ -181,6 +194,22 @@ class DPRegression:
             Public starting point (default zeros).
         diagnostics : bool
             Attach the (non-private) count of clipped gradients; warns.
+        n_batches : int, optional
+            LDP-SGD batch means: number of batches ``M`` (default ``round(n^0.25)``).
+        n_estimates, burn_in : int
+            DP-GD: ``m`` estimates behind the t interval (default 10) and iterates
+            discarded first (default 20), the dpgd paper's Appendix B settings.
+        aggregate : {"mean", "last", "ema", "upa"}
+            DP-GD: the reported estimate (mean of the post-burn-in iterates, last
+            iterate, exponential moving average with warm-up, or uniform past-k
+            average); post-processing.
+        ema_beta : float
+            DP-GD: EMA decay ``beta`` (warm-up ``min(beta, (1+t)/(10+t))``).
+        upa_k : int, optional
+            DP-GD: number of past iterates in the uniform average.
+        runs : int
+            DP-GD: independent runs for ``cov_type="runs"`` (must equal
+            ``n_estimates``); each run costs its share of the budget.
 
         Returns
         -------

@@ -17,7 +17,7 @@ import pandas as pd
 from statsmodels.iolib.summary2 import Summary
 
 from dpreg.exceptions import DataError, OptionError
-from dpreg.inference.base import Inference
+from dpreg.inference.base import Inference, StudentLaw
 
 __all__ = ["DPRegressionResults"]
 
@@ -114,8 +114,10 @@ class DPRegressionResults:
 
     @cached_property
     def tvalues(self) -> pd.Series:
-        """``params / bse``: Wald statistics against zero."""
-        return self._series(self.params.to_numpy() / self.bse.to_numpy(), "tvalues")
+        """Wald statistics against zero, ``params / bse`` (for intervals from iterates,
+        the construction's own centre over its scale: what ``pvalues`` uses)."""
+        inf = self._standard_error_inference()
+        return self._series(inf.statistic(self.params.to_numpy()), "tvalues")
 
     @property
     def zvalues(self) -> pd.Series:
@@ -267,8 +269,9 @@ class DPRegressionResults:
         try:
             se_inf = self._standard_error_inference()
             cols["std err"] = se_inf.scale
-            cols["z" if self.private else "t"] = self.params.to_numpy() / se_inf.scale
-            cols["P>|z|" if self.private else "P>|t|"] = se_inf.pvalues(self.params.to_numpy())
+            stat = "t" if isinstance(se_inf.law, StudentLaw) else "z"
+            cols[stat] = se_inf.statistic(self.params.to_numpy())
+            cols[f"P>|{stat}|"] = se_inf.pvalues(self.params.to_numpy())
             ci = se_inf.conf_int(self.params.to_numpy(), alpha)
             cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
         except OptionError:

@@ -7,8 +7,14 @@ mutated in place, a status code instead of exceptions, randomness drawn by the d
 import numpy as np
 from numba import njit
 
-from dpreg.engines._kernels import (STATUS_NONFINITE, STATUS_OK, d2loss, dloss, linear_index,
-                                    rs_accumulate)
+from dpreg.engines._kernels import (
+    STATUS_NONFINITE,
+    STATUS_OK,
+    d2loss,
+    dloss,
+    linear_index,
+    rs_accumulate,
+)
 
 
 @njit(cache=True)

@@ -177,7 +177,7 @@ class LDPPath:
     def _restore(self, saved) -> None:
         t, arrays, rng_state, noise_state, n_marks, mark_k = saved
         for dst, src in zip((self._theta, self._ref, self._s_run, self._m_acc, self._l_acc,
-                             self._a_acc, self._s_acc), arrays):
+                             self._a_acc, self._s_acc), arrays, strict=True):
             dst[...] = src
         if noise_state is not None and t % NOISE_BLOCK:
             self._rng.bit_generator.state = noise_state

@@ -69,5 +69,10 @@ class Inference:
         half = self.law.critical_value(alpha) * self.scale
         return np.column_stack([params - half, params + half])
 
+    def statistic(self, params: np.ndarray) -> np.ndarray:
+        """The Wald-type statistic ``params / scale`` whose law is ``law`` under
+        ``H0: theta_j = 0``."""
+        return params / self.scale
+
     def pvalues(self, params: np.ndarray) -> np.ndarray:
-        return self.law.two_sided_pvalue(params / self.scale)
+        return self.law.two_sided_pvalue(self.statistic(params))

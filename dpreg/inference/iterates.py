@@ -59,8 +59,8 @@ class IterateInference(Inference):
     def conf_int(self, params: np.ndarray, alpha: float) -> np.ndarray:
         return super().conf_int(self.center if self.center is not None else params, alpha)
 
-    def pvalues(self, params: np.ndarray) -> np.ndarray:
-        return super().pvalues(self.center if self.center is not None else params)
+    def statistic(self, params: np.ndarray) -> np.ndarray:
+        return super().statistic(self.center if self.center is not None else params)
 
 
 def _as_iterates(iterates) -> np.ndarray:

@@ -13,7 +13,10 @@ from dpreg.inference.batch_means import batch_ends, batch_means_covariance
 HUBER = get_family("huber")
 
 
-def _settings(plugin=True, lr=0.5, clip=1.345 * math.sqrt(2), noise=2.0):
+B0 = 1.345 * math.sqrt(2)
+
+
+def _settings(plugin=True, lr=0.5, clip=B0, noise=2.0):
     return LDPSettings(lr=lr, lr_decay=0.51, clip=clip, noise_scale=noise, plugin=plugin,
                        hess_cap=1.0, x_bound=None, code=HUBER.code, c=1.345, tau=0.5)
 
@@ -78,7 +81,8 @@ def test_random_scaling_recursion_equals_direct_formula(seed):
     D = np.cumsum(iterates - iterates.mean(axis=0), axis=0)
     V = D.T @ D / n ** 2
     np.testing.assert_allclose(snap.rs_q * n, V, rtol=1e-9)
-    for t, avg, q in zip(snap.mark_steps[::37], snap.mark_avg[::37], snap.mark_q[::37]):
+    for t, avg, q in zip(snap.mark_steps[::37], snap.mark_avg[::37], snap.mark_q[::37],
+                            strict=True):
         it = iterates[:t]
         Dt = np.cumsum(it - it.mean(axis=0), axis=0)
         np.testing.assert_allclose(avg, it.mean(axis=0), rtol=1e-10)
@@ -91,7 +95,7 @@ def test_chunking_does_not_change_the_numbers(seed):
     one.update(X, y, w)
     many = LDPPath(3, _settings(), np.zeros(3), np.random.default_rng(seed))
     cuts = [0, 1, 8, 4095, 4096, 4097, 6000, 8192, len(y)]
-    for a, b in zip(cuts[:-1], cuts[1:]):
+    for a, b in zip(cuts[:-1], cuts[1:], strict=True):
         many.update(X[a:b], y[a:b], w[a:b])
     s1, s2 = one.snapshot(), many.snapshot()
     for field in ("params", "last", "rs_q", "mark_steps", "mark_avg", "mark_q", "a_sum",
