@@ -29,7 +29,7 @@ MU = 1.0
 ENTROPY = 20251122
 
 
-def cells(runs_gauss, runs_loop, runs_sgd, runs_ldp=200_000):
+def cells(runs_gauss, runs_loop, runs_sgd, runs_ldp=1_000_000):
     """(label, audit function, runs, keyword arguments) of every row of the table."""
     sgd = dict(n=50, batch_size=5, steps=100)
     return [
@@ -56,6 +56,11 @@ def cells(runs_gauss, runs_loop, runs_sgd, runs_ldp=200_000):
          {}),
         ("LDP-SGD release, BROKEN: half the claimed noise", audit.audit_ldp_step, runs_ldp,
          dict(noise_scale=0.5)),
+        ("DP-GD n=20 T=50, last iterate", audit.audit_dpgd, runs_gauss // 5, {}),
+        ("DP-GD n=20 T=50, mean iterate", audit.audit_dpgd, runs_gauss // 5,
+         dict(statistic="mean")),
+        ("DP-GD, BROKEN: half the claimed noise", audit.audit_dpgd, runs_gauss // 5,
+         dict(noise_scale=0.5)),
     ]
 
 
@@ -72,7 +77,7 @@ def one_cell(label, func, runs, kwargs, seed):
 
 
 def run(out_dir, n_jobs=2, runs_gauss=1_000_000, runs_loop=200_000, runs_sgd=20_000,
-        runs_ldp=200_000):
+        runs_ldp=1_000_000):
     todo = cells(runs_gauss, runs_loop, runs_sgd, runs_ldp)
     seeds = np.random.SeedSequence(ENTROPY).spawn(len(todo))
     t0 = time.perf_counter()
@@ -97,7 +102,7 @@ def main():
                     help="runs per data set calling gaussian_matrix_mechanism")
     ap.add_argument("--runs-dpsgd", type=int, default=20_000,
                     help="runs per data set of the DP-SGD audits")
-    ap.add_argument("--runs-ldp", type=int, default=200_000,
+    ap.add_argument("--runs-ldp", type=int, default=1_000_000,
                     help="people per data set of the LDP-SGD audits")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="validation/results")
