@@ -113,6 +113,21 @@ CASES = {
     "pivot: alpha out of range": (lambda: rs_pivot.critical_value(0.0), OptionError, "alpha"),
     "STAR file not found": (lambda: dpreg.datasets.load_star("/nonexistent"), DatasetNotFoundError, "Angrist"),
     "simulator: bad covariance": (lambda: dpreg.datasets.simulate_linear(10, cov="ar"), OptionError, "cov"),
+    # engines other than DP-SGD, and streams
+    "dpgd: runs differ from n_estimates": (ols(engine="dpgd", steps=None, cov_type="runs", runs=3), OptionError, "runs"),
+    "dpgd: cov_type of another engine": (ols(engine="dpgd", steps=None, cov_type="plugin"), OptionError, "not available with engine 'dpgd'"),
+    "dpgd: one estimate": (ols(engine="dpgd", steps=None, n_estimates=1), OptionError, "n_estimates"),
+    "dpgd: bad aggregate": (ols(engine="dpgd", steps=None, aggregate="median"), OptionError, "aggregate"),
+    "dpgd: ema_beta out of range": (ols(engine="dpgd", steps=None, ema_beta=1.0), OptionError, "ema_beta"),
+    "adassp: family other than linear": (lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, engine="adassp"), OptionError, "linear"),
+    "ldp_sgd: steps given": (ols(engine="ldp_sgd"), OptionError, "steps"),
+    "stream: option of another engine": (lambda: dpreg.LDPStream("y ~ x", mu=1, steps=10), OptionError, "do not apply"),
+    "stream: chunk lacks a column": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(BASE[["y"]]), DataError, "lacks column"),
+    "stream: column changed type": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(BASE.assign(x=BASE.x.astype(str))), DataError, "changed type"),
+    "stream: missing value (missing=raise)": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(frame(x=([1], np.nan))), DataError, "'x': 1"),
+    "stream: results before any row": (lambda: dpreg.LDPStream("y ~ x", mu=1).results(), DataError, "no rows yet"),
+    "stream: file not found": (lambda: dpreg.LDPStream("y ~ x", mu=1).consume("/nonexistent.csv"), DataError, "no such file"),
+    "stream: not a chunk": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit([1, 2]), DataError, "DataFrame"),
 }
 
 
