@@ -112,3 +112,43 @@ def check_fit(data, options):
         assert res.ledger.rho_rigorous <= request.rho * (1 + 1e-9)
     else:
         assert res.ledger.epsilon_rigorous[0] <= request.epsilon * (1 + 1e-6)
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(3, 80))
+    seed = draw(st.integers(0, 2 ** 32 - 1))
+    rng = np.random.default_rng(seed)
+    data = pd.DataFrame({"y": rng.normal(0, draw(st.floats(0.01, 100)), n),
+                         "x": rng.standard_cauchy(n)})
+    cuts = sorted(set(draw(st.lists(st.integers(1, n - 1), max_size=6))))
+    family = draw(st.sampled_from(["huber", "logistic", "expectile"]))
+    if family == "logistic":
+        data["y"] = (data["y"] > 0).astype(float)
+    options = {"mu": draw(st.floats(0.05, 20)), "random_state": seed,
+               "cov_type": draw(st.sampled_from(["rs", "batch_means", "plugin"])),
+               "x_bound": 10.0}
+    return data, [0, *cuts, n], family, options
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=streams())
+def test_streams_match_one_shot_and_stay_within_budget(case):
+    """LDP-SGD: any cut of the rows into chunks gives the one-shot numbers; the results
+    are finite (or a documented error) and the ledger never spends more than mu."""
+    data, cuts, family, options = case
+    stream = dpreg.LDPStream("y ~ x", family=family, **options)
+    try:
+        for a, b in zip(cuts[:-1], cuts[1:], strict=True):
+            stream.partial_fit(data.iloc[a:b])
+        res = stream.results()
+    except DPRegError:
+        return
+    one = dpreg.DPRegression.from_formula("y ~ x", data, family=family).fit(
+        engine="ldp_sgd", **options)
+    np.testing.assert_array_equal(res.params, one.params)
+    for method in res.inferences:
+        ci = res.conf_int(0.05, method=method).to_numpy()
+        assert np.all(np.isfinite(ci)) and np.all(ci[:, 0] <= ci[:, 1])
+        np.testing.assert_array_equal(ci, one.conf_int(0.05, method=method).to_numpy())
+    assert res.ledger.total_mu <= options["mu"] * (1 + 1e-9)
