@@ -1,4 +1,4 @@
-"""Command line: ``python -m dpreg demo | fit | replicate``."""
+"""Command line: ``python -m dpreg demo | fit | replicate | study``."""
 
 from __future__ import annotations
 
@@ -132,6 +132,10 @@ def main(argv=None) -> int:
     rep.add_argument("--runs", type=int, default=1,
                      help="also show the spread of the private rows over this many seeds")
     rep.set_defaults(func=cmd_replicate)
+
+    from dpreg.studies.command import add_study_parser
+
+    add_study_parser(sub)
 
     args = parser.parse_args(argv)
     from dpreg.exceptions import DPRegError

@@ -44,3 +44,30 @@ def test_replicate_star(star_dir, capsys):
     assert "Oracle" in out and "Plug-in" in out and "As printed in the paper" in out
     assert "0.008" in out and "-0.041" in out and "0.143" in out  # the oracle row
     assert "seed 7" in out
+
+
+def test_study_writes_csv_figures_and_a_run_record(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "out"
+    code = main(["study", "smoke", "--reps", "3", "--jobs", "1", "--out", str(out),
+                 "--no-progress"])
+    text = capsys.readouterr().out
+    assert code == 0 and "Smoke test" in text and "oracle" in text
+    table = pd.read_csv(out / "smoke.csv")
+    assert {"coverage", "coverage_mcse", "length", "rmse", "rejection"} <= set(table)
+    assert (out / "smoke-coverage.png").stat().st_size > 0
+    assert (out / "smoke-length.png").stat().st_size > 0
+    record = json.loads((out / "smoke-run.json").read_text())
+    assert record["command"].startswith("python -m dpreg study smoke --reps 3")
+    assert record["computed_reps"] == 6 and record["wall_seconds"] >= 0
+    # a second run reads everything from the cache
+    assert main(["study", "smoke", "--reps", "3", "--jobs", "1", "--out", str(out),
+                 "--no-progress"]) == 0
+    assert json.loads((out / "smoke-run.json").read_text())["cached_reps"] == 6
+
+
+def test_study_list(capsys):
+    assert main(["study", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "dpsgd-fig2" in out and "ldp-table1" in out and "dpgd-fig5-6" in out
