@@ -24,7 +24,7 @@ import pandas as pd
 
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
-from dpreg.exceptions import BudgetExceededError, OptionError
+from dpreg.exceptions import OptionError
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.iterates import (
     aggregate,
@@ -33,10 +33,8 @@ from dpreg.inference.iterates import (
     checkpoint_estimates,
     t_inference,
 )
-from dpreg.model import MAX_NOISE_MULTIPLIER, _report_delta
-from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.model import calibrate_and_record
 from dpreg.privacy.events import GaussianMechanismEvent
-from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults
 
@@ -57,26 +55,6 @@ _AGG_LABEL = {"last": "last iterate", "mean": "mean of the estimates",
 
 
 # ------------------------------------------------------------------------------ shared
-def _calibrate_and_record(request, build, n: int, what: str):
-    """Calibrate ``build``'s events to ``request`` and record them (before any data use)."""
-    try:
-        events = calibrate_to_budget(request, build)
-        ledger = Ledger(request, delta=request.delta or _report_delta(n))
-        for event in events:
-            ledger.record(event)
-    except BudgetExceededError as err:
-        raise BudgetExceededError(
-            f"the budget {request.describe()} is too small to calibrate the noise for "
-            f"{what}: increase it ({err})") from None
-    useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
-    if useless:
-        raise BudgetExceededError(
-            f"the budget {request.describe()} is too small to run: it needs noise "
-            f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
-            "would carry no information about the data; increase it")
-    return events, ledger
-
-
 def _seed_text(opts) -> str:
     return ("given (kept secret)" if opts.random_state is not None
             else "fresh OS entropy (not stored)")
@@ -235,7 +213,7 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
                                                  adjacency="replace-one"))
         return events
 
-    events, ledger = _calibrate_and_record(
+    events, ledger = calibrate_and_record(
         request, build, n, f"n = {n}, steps = {steps}, runs = {runs}")
     noise_std = events[0].noise_std
     settings = GDSettings(steps=steps, clip=pub.clip, lr=pub.lr, noise_std=noise_std,
@@ -394,7 +372,7 @@ def fit_adassp(model, opts, request) -> DPRegressionResults:
     pub = model._public_settings(opts)
     lo, hi = design.endog_bounds
     settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
-    events, ledger = _calibrate_and_record(
+    events, ledger = calibrate_and_record(
         request, lambda s: adassp_events(settings, s), n,
         f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
     rng = np.random.default_rng(pub.seed)

@@ -273,22 +273,8 @@ class DPRegression:
                         adjacency=adjacency))
             return events
 
-        try:
-            events = calibrate_to_budget(request, build)
-            ledger = Ledger(request, delta=request.delta or _report_delta(n))
-            for event in events:  # checked before any data is touched
-                ledger.record(event)
-        except BudgetExceededError as err:
-            raise BudgetExceededError(
-                f"the budget {request.describe()} is too small to calibrate the noise for "
-                f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}: increase it "
-                f"({err})") from None
-        useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
-        if useless:
-            raise BudgetExceededError(
-                f"the budget {request.describe()} is too small to run: it needs noise "
-                f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
-                "would carry no information about the data; increase it")
+        events, ledger = calibrate_and_record(
+            request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}")
         by_name = {e.name: e for e in events}
         path = by_name[PATH]
         settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,
@@ -444,6 +430,31 @@ class DPRegression:
         rs = rs_inference(out.rs_q, epochs, V=V, W=W, n=n, steps=settings.steps,
                           batch_size=m)
         return {"plugin": plugin, "rs": rs}, cov
+
+
+def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str):
+    """Calibrate ``build``'s events to ``request`` and record them in a new ledger,
+    before any data is touched; refuse budgets too small to calibrate or to carry any
+    information (noise multiplier above :data:`MAX_NOISE_MULTIPLIER`).
+
+    Returns ``(events, ledger)``; ``what`` describes the fit in error messages.
+    """
+    try:
+        events = calibrate_to_budget(request, build)
+        ledger = Ledger(request, delta=request.delta or _report_delta(n))
+        for event in events:
+            ledger.record(event)
+    except BudgetExceededError as err:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to calibrate the noise for "
+            f"{what}: increase it ({err})") from None
+    useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
+    if useless:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to run: it needs noise "
+            f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
+            "would carry no information about the data; increase it")
+    return events, ledger
 
 
 def _fit_ldp_sgd():
