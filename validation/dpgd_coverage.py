@@ -40,24 +40,11 @@ from joblib import Parallel, delayed
 
 import dpreg
 from dpreg.model import DPRegression
+from dpreg.studies.reference import clipped_minimizer
 
 P, RHO, LR, BURN_IN, M = 10, 0.015, 1 / 3, 20, 10
 GAMMA = 5 * math.sqrt(P)
 GRID = (300, 500, 1000, 2000, 4000, 8000)
-
-
-def clipped_minimizer(X, y, gamma, lr=LR, tol=1e-12, max_steps=1_000_000):
-    """Empirical minimizer of the clipped objective: noiseless clipped GD to convergence."""
-    theta = np.zeros(X.shape[1])
-    xn = np.linalg.norm(X, axis=1)
-    for _ in range(max_steps):
-        r = X @ theta - y
-        scale = np.minimum(1.0, gamma / np.maximum(np.abs(r) * xn, 1e-300))
-        step = lr * (X.T @ (r * scale)) / X.shape[0]
-        theta -= step
-        if np.max(np.abs(step)) < tol:
-            return theta
-    raise RuntimeError("noiseless clipped GD did not converge")
 
 
 def one_rep(n, grid, seed):
@@ -69,7 +56,7 @@ def one_rep(n, grid, seed):
     y = X @ theta + rng.normal(size=n)
     model = DPRegression(y, X)
     X, y = model.design.exog, model.design.endog
-    target = clipped_minimizer(X, y, GAMMA)
+    target = clipped_minimizer(X, y, GAMMA, lr=LR)
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     s2 = np.sum((y - X @ ols) ** 2) / (n - P)
     ols_len = 2 * 1.959964 * np.sqrt(s2 * np.diag(np.linalg.inv(X.T @ X)))
