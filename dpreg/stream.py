@@ -25,14 +25,16 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
+from dpreg.design import check_bounds, check_missing
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
-from dpreg.exceptions import BudgetExceededError, DataError, OptionError
+from dpreg.exceptions import BudgetExceededError, DataError, FormulaError, OptionError
 from dpreg.families import get_family, mallows_weights
 from dpreg.formula import build_chunk, build_design, capture_env, column_kinds
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
+from dpreg.model import DPRegression, _family_constants
 from dpreg.options import FitOptions, check_known
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
@@ -309,15 +311,11 @@ class LDPStream:
             raise OptionError(f"{wrong} do not apply to a stream; options are "
                               f"{list(_STREAM_OPTIONS)}")
         if not isinstance(formula, str) or "~" not in formula:
-            from dpreg.exceptions import FormulaError
             raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
         self._opts = FitOptions(engine="ldp_sgd", **options)
         self._request = PrivacyRequest.from_options(
             mu=self._opts.mu, epsilon=self._opts.epsilon, delta=self._opts.delta,
             rho=self._opts.rho)
-        from dpreg.design import check_bounds, check_missing
-        from dpreg.model import _family_constants
-
         self._family = get_family(family)
         _family_constants(self._family, c, tau, weights)  # validate now, not at chunk 1
         self._model_args = {"family": self._family, "c": c, "tau": tau, "weights": weights}
@@ -362,8 +360,6 @@ class LDPStream:
         return self
 
     def _start(self, data: pd.DataFrame) -> None:
-        from dpreg.model import DPRegression
-
         design = build_design(self._formula, data, missing=self._missing,
                               bounds=self._bounds, levels=self._levels, eval_env=self._env,
                               binary_outcome=self._family.name == "logistic", chunk=True)
