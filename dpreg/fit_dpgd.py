@@ -16,8 +16,6 @@ Wang (2018).
 from __future__ import annotations
 
 import math
-import numbers
-from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -34,8 +32,8 @@ from dpreg.inference.iterates import (
     t_inference,
 )
 from dpreg.model import calibrate_and_record
+from dpreg.options import checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
-from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults
 
 __all__ = ["fit_dpgd", "fit_adassp", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
@@ -68,18 +66,7 @@ def _fmt_vec(names, values) -> str:
 def _dpgd_split(budget_split) -> dict[str, float]:
     if budget_split is None:
         return {"path": 1.0}
-    if not isinstance(budget_split, Mapping) or not budget_split:
-        raise OptionError("budget_split for engine='dpgd' must be a non-empty dict such as "
-                          "{'path': 0.95, 'clip_share': 0.05}")
-    unknown = [k for k in budget_split if k not in DPGD_SPLIT_KEYS]
-    if unknown:
-        raise OptionError(f"budget_split has unknown key(s) {unknown} for engine='dpgd'; "
-                          f"keys are {list(DPGD_SPLIT_KEYS)}")
-    out = split_budget({k: w for k, w in budget_split.items()
-                        if not (isinstance(w, numbers.Real) and w == 0)})
-    if "path" not in out:
-        raise OptionError("budget_split must give the DP-GD path a positive share ('path')")
-    return out
+    return checked_split(budget_split, DPGD_SPLIT_KEYS, {"path": 0.95, "clip_share": 0.05})
 
 
 def _check_dpgd_options(opts) -> None:

@@ -18,7 +18,7 @@ from dpreg.engines import ENGINES
 from dpreg.exceptions import OptionError
 from dpreg.privacy.request import split_budget
 
-__all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "ENGINES", "COV_TYPES",
+__all__ = ["FitOptions", "MODEL_OPTIONS", "check_known", "checked_split", "ENGINES", "COV_TYPES",
            "ENGINE_COV_TYPES", "AGGREGATES", "SAMPLINGS"]
 
 #: Interval constructions each engine offers (``cov_type`` and ``conf_int(method=)``).
@@ -145,21 +145,30 @@ class FitOptions:
             split = DEFAULT_BUDGET_SPLIT
             if self.engine == "ldp_sgd":  # PRS and PBM are free; PPI as in the paper
                 split = LDP_PLUGIN_SPLIT if self.cov_type == "plugin" else {"path": 1.0}
-        if not isinstance(split, Mapping) or not split:
-            raise OptionError("budget_split must be a non-empty dict such as "
-                              f"{DEFAULT_BUDGET_SPLIT}")
-        unknown = [k for k in split if k not in DEFAULT_BUDGET_SPLIT]
-        if unknown:
-            raise OptionError(f"budget_split has unknown key(s) {unknown}; keys are "
-                              f"{sorted(DEFAULT_BUDGET_SPLIT)}")
-        out = split_budget({k: w for k, w in split.items()
-                            if not (isinstance(w, numbers.Real) and w == 0)})
-        if "path" not in out:
-            raise OptionError("budget_split must give the path a positive share ('path')")
+        out = checked_split(split, tuple(DEFAULT_BUDGET_SPLIT), DEFAULT_BUDGET_SPLIT)
         if ("hessian" in out) != ("score" in out):
             raise OptionError("budget_split must give both 'hessian' and 'score' a share (the "
                               "plug-in needs both matrices) or neither (random scaling only)")
         return out
+
+
+def checked_split(split, keys: tuple[str, ...], example) -> dict[str, float]:
+    """Validate a ``budget_split`` against the keys an engine knows.
+
+    A non-empty dict with known keys whose shares pass
+    :func:`dpreg.privacy.request.split_budget` (positive, summing to 1); a share of
+    exactly 0 drops its mechanism; the path must keep a positive share.
+    """
+    if not isinstance(split, Mapping) or not split:
+        raise OptionError(f"budget_split must be a non-empty dict such as {example}")
+    unknown = [k for k in split if k not in keys]
+    if unknown:
+        raise OptionError(f"budget_split has unknown key(s) {unknown}; keys are {list(keys)}")
+    out = split_budget({k: w for k, w in split.items()
+                        if not (isinstance(w, numbers.Real) and w == 0)})
+    if "path" not in out:
+        raise OptionError("budget_split must give the path a positive share ('path')")
+    return out
 
 
 def check_known(options: Mapping[str, Any], extra: tuple[str, ...] = ()) -> None:
