@@ -161,8 +161,8 @@ class Ledger:
     def to_frame(self) -> pd.DataFrame:
         """One row per mechanism: name, scope, adjacency, sampling, sample_rate, steps,
         sensitivity, noise_std, noise_multiplier, mu."""
-        rows = [[e.name, e.scope, e.adjacency, e.sampling, e.sample_rate, int(e.count), e.sensitivity,
-                 e.noise_std, e.noise_multiplier, e.mu()] for e in self._events]
+        rows = [[e.name, e.scope, e.adjacency, e.sampling, e.sample_rate, int(e.count),
+                 e.sensitivity, e.noise_std, e.noise_multiplier, e.mu()] for e in self._events]
         return pd.DataFrame(rows, columns=_COLUMNS)
 
     def as_text(self) -> str:

@@ -20,8 +20,9 @@ def symmetric_gaussian_noise(p: int, std: float, rng: np.random.Generator) -> np
     return upper + np.triu(upper, 1).T
 
 
-def gaussian_matrix_mechanism(matrix: np.ndarray, event: GaussianMechanismEvent,
-                              rng: np.random.Generator) -> tuple[np.ndarray, GaussianMechanismEvent]:
+def gaussian_matrix_mechanism(
+        matrix: np.ndarray, event: GaussianMechanismEvent,
+        rng: np.random.Generator) -> tuple[np.ndarray, GaussianMechanismEvent]:
     """Release a symmetric matrix with the Gaussian noise that ``event`` describes.
 
     Notes
