@@ -296,8 +296,16 @@ def rigorous_delta(events: Sequence[GaussianMechanismEvent], epsilon: float, *,
 
 def rigorous_rdp_curve(events: Sequence[GaussianMechanismEvent]) -> tuple[np.ndarray, np.ndarray]:
     """Composed Renyi-DP curve ``(orders, rdp)`` of ``events`` by dp_accounting's
-    ``RdpAccountant`` (default orders, relation from the events' adjacency)."""
-    acc = _rdp_accountant(_check_events(events))
+    ``RdpAccountant`` (default orders, relation from the events' adjacency).
+
+    With sampling without replacement, the curve at each order is the smaller of the
+    events' bound and the bound with the sampled steps charged as unsampled, as in
+    :func:`rigorous_epsilon`.
+    """
+    events = _check_events(events)
+    acc = _rdp_accountant(events)
+    if accountant_kind(events) == "rdp":
+        return acc.orders, np.minimum(acc.rdp, _rdp_accountant(_as_unsampled(events)).rdp)
     return acc.orders, acc.rdp
 
 

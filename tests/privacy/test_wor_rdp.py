@@ -14,7 +14,7 @@ from dp_accounting.rdp import RdpAccountant
 from scipy.optimize import brentq
 
 import dpreg
-from dpreg.privacy.accountants import rigorous_delta, rigorous_epsilon
+from dpreg.privacy.accountants import rigorous_delta, rigorous_epsilon, rigorous_rdp_curve
 from dpreg.privacy.events import GaussianMechanismEvent as Event
 from dpreg.privacy.wor_rdp import DEFAULT_ORDERS, best_order, composed_rdp, wor_gaussian_rdp
 
@@ -89,6 +89,9 @@ def test_large_noise_is_charged_no_more_than_an_unsampled_gaussian():
                                                              rel=1e-12)
     # ~0.006: the floor of the RDP-to-(epsilon, delta) conversion at order 1024
     assert rigorous_epsilon([ev], delta)[0] < 0.01
+    orders, curve = rigorous_rdp_curve([ev])
+    np.testing.assert_allclose(curve, np.minimum(gauss.rdp, library_curve(40, 10, s, 300).rdp))
+    assert curve[orders == 256][0] < library_curve(40, 10, s, 300).rdp[orders == 256][0] / 100
 
 
 def test_small_epsilon_request_with_uniform_sampling_gets_bounded_noise():
