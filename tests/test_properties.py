@@ -5,7 +5,7 @@ errors or returns a Results object whose numbers are finite and whose ledger nev
 spends more than the request. 1,000 examples per property, all in CI: (epsilon, delta)
 requests with sampling without replacement used to take 3 to 4 s per fit in
 dp_accounting's RDP accountant; with the order chosen by dpreg.privacy.wor_rdp the
-property runs in about 2.5 minutes.
+property runs in about 2.6 minutes.
 """
 
 import warnings

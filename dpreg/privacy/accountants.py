@@ -222,20 +222,36 @@ def _rdp_conversion(events, *, delta=None, epsilon=None) -> float:
     * every sampled step charged as an unsampled Gaussian, ``alpha / (2 s^2)`` (a
       replace-one neighbour changes at most one row of any sample).
 
-    Both are upper bounds, so their minimum is one. The second matters at large noise
-    multipliers, where dp_accounting's evaluation of Thm 27 loses its precision at the
-    high orders (the forward differences cancel) and its epsilon stops falling with the
-    noise: at q = 1/4, T = 300, delta = 1e-6 it stays near 0.14 from s = 1e3 to 1e7.
+    Both are upper bounds, so their minimum is one. The second is the smaller one for
+    large sampling rates (q >= 1/2, at any noise: at n = 10, m = 9, s = 1, T = 100,
+    delta = 1e-6, epsilon 100.7 against 181.1) and for large noise multipliers, where
+    dp_accounting's evaluation of Thm 27 loses its precision at the high orders (the
+    forward differences cancel) and its epsilon stops falling with the noise (at
+    q = 1/4, T = 300, delta = 1e-6 it stays near 0.14 from s = 1e3 to 1e7).
+
+    Raises
+    ------
+    OptionError
+        If dp_accounting cannot convert either curve (its delta conversion fails when
+        the RDP is below ~1e-16 at every order: the events are essentially not private
+        to lose).
     """
     def convert(acc):
         return acc.get_epsilon(delta) if epsilon is None else acc.get_delta(epsilon)
 
-    try:
-        orders = [best_order(events, delta=delta, epsilon=epsilon)]
-    except (ValueError, OverflowError):  # pragma: no cover - the mirror follows the library
-        orders = None
-    sampled = convert(_rdp_accountant(events, orders))
-    return float(min(sampled, convert(_rdp_accountant(_as_unsampled(events)))))
+    bounds = []
+    for accountant in (
+            lambda: _rdp_accountant(events, [best_order(events, delta=delta, epsilon=epsilon)]),
+            lambda: _rdp_accountant(_as_unsampled(events))):
+        try:
+            bounds.append(float(convert(accountant())))
+        except (ValueError, OverflowError, ZeroDivisionError):  # raised in dp_accounting
+            continue
+    if not bounds:
+        asked = f"delta={delta!r}" if epsilon is None else f"epsilon={epsilon!r}"
+        raise OptionError(f"dp_accounting cannot convert these events' RDP curve at {asked}: "
+                          "its values are too small (noise multipliers too large)")
+    return min(bounds)
 
 
 def _check_unit(name, value, closed_low=False):

@@ -14,6 +14,7 @@ from dp_accounting.rdp import RdpAccountant
 from scipy.optimize import brentq
 
 import dpreg
+from dpreg.exceptions import OptionError
 from dpreg.privacy.accountants import rigorous_delta, rigorous_epsilon, rigorous_rdp_curve
 from dpreg.privacy.events import GaussianMechanismEvent as Event
 from dpreg.privacy.wor_rdp import DEFAULT_ORDERS, best_order, composed_rdp, wor_gaussian_rdp
@@ -92,6 +93,37 @@ def test_large_noise_is_charged_no_more_than_an_unsampled_gaussian():
     orders, curve = rigorous_rdp_curve([ev])
     np.testing.assert_allclose(curve, np.minimum(gauss.rdp, library_curve(40, 10, s, 300).rdp))
     assert curve[orders == 256][0] < library_curve(40, 10, s, 300).rdp[orders == 256][0] / 100
+
+
+def test_large_sampling_rates_are_charged_no_more_than_an_unsampled_gaussian():
+    # At q >= 1/2 Thm 27 is looser than the unsampled bound at every noise level.
+    ev = uniform_path(1.0, 9, 10, 100)
+    gauss = RdpAccountant(neighboring_relation=NR.REPLACE_ONE)
+    gauss.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(1.0), 100))
+    assert library_curve(10, 9, 1.0, 100).get_epsilon(1e-6) > 180
+    assert rigorous_epsilon([ev], 1e-6)[0] == pytest.approx(gauss.get_epsilon(1e-6), rel=1e-12)
+
+
+def test_delta_where_dp_accounting_cannot_convert_the_sampled_curve():
+    # dp_accounting's delta conversion takes log1p(-exp(-r)), a math domain error once
+    # the RDP r is below ~1e-16; the unsampled bound still converts.
+    ev = uniform_path(1e7, 1, 1000, 300)
+    with pytest.raises(ValueError):
+        library_curve(1000, 1, 1e7, 300).get_delta(0.5)
+    got = rigorous_delta([ev], 0.5)[0]
+    assert 0 <= got < 1e-100
+
+
+@pytest.mark.parametrize("q, s, orders, match", [
+    (1.5, 1.0, [2.0], "q must"), (0.1, 0.0, [2.0], "s must"),
+    (0.1, 1.0, [0.5], "orders"), (0.1, 1.0, [np.inf], "orders")])
+def test_bad_arguments_are_named(q, s, orders, match):
+    with pytest.raises(OptionError, match=match):
+        wor_gaussian_rdp(q, s, orders)
+
+
+def test_order_one_alone_is_zero():
+    assert wor_gaussian_rdp(0.1, 1.0, [1.0]).tolist() == [0.0]
 
 
 def test_small_epsilon_request_with_uniform_sampling_gets_bounded_noise():
