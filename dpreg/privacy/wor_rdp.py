@@ -17,22 +17,22 @@ its default orders when the two curves agree. The ledger reports the smaller of 
 the unsampled bound (see ``accountants._rdp_conversion``).
 
 How closely the curves agree depends on the conditioning of the forward differences.
-Where they do not cancel (noise multipliers up to about 3 at every order), the two
-curves agree to 1e-12 relative (measured up to 1.7e-15). For large noise multipliers
-the k-th difference is far smaller than its terms: at s = 7.5 beyond order ~30, at
-s = 1e4 from order ~4 to 256. Its float64 value, dp_accounting's and this module's
-alike, is then rounding noise, and that noise follows the last bit of ``exp``. numpy's
-``exp`` (which dp_accounting calls) and libm's (numba's) differed in about 5% of
-arguments on an AVX-512 machine and agreed on the machine this module was written on,
-so there the two curves differ by up to 0.4% (s = 7.5) or 17% (s = 1e4) on one machine
-and not at all on another.
-Against an exact mpmath evaluation (1,300 digits; q from 1/1399 to 1/2), both curves
-overstated the bound there, by up to 21% at s = 7.5 and by orders of magnitude at
-s = 1e4, and were never below it by more than 4e-11 relative at s = 7.5 or 1.1e-9 at
-s = 1e4 (the precision of ``1 - exp(-1/s^2)``). At s = 1e4 the unsampled bound is the
-smaller one and is what the ledger reports. ``tests/privacy/test_wor_rdp.py`` bounds both curves by that exact
-evaluation widened by float64 error bounds, and requires 1e-12 agreement where those
-bounds are tight.
+Where they do not cancel, the two curves agree to 1e-12 relative (every order for
+noise multipliers up to 1 by the tests' error bounds; measured up to 2.1e-15 at every
+order for s up to 3). For large noise multipliers the k-th difference is far smaller
+than its terms: at s = 7.5 beyond order ~30, at s = 1e4 from order ~4 to 256. Its
+float64 value, dp_accounting's and this module's alike, is then rounding noise, and
+that noise follows the last bit of ``exp``. numpy's ``exp`` (which dp_accounting calls)
+and libm's (numba's) differed in about 5% of arguments on an AVX-512 machine and agreed
+on the machine this module was written on, so there the two curves differ by up to
+0.4% (s = 7.5) or 17% (s = 1e4) on one machine and not at all on another. Against an
+exact mpmath evaluation (1,300 digits; q from 1/1399 to 1/2), both curves overstated
+the bound there, by up to 21% at s = 7.5 and by orders of magnitude at s = 1e4, and
+were never below it by more than 4e-11 relative at s = 7.5 or 1.1e-9 at s = 1e4 (the
+precision of ``1 - exp(-1/s^2)``). At s = 1e4 the unsampled bound is the smaller one
+and is what the ledger reports. ``tests/privacy/test_wor_rdp.py`` bounds both curves by
+that exact evaluation widened by float64 error bounds, and requires 1e-12 agreement
+where those bounds are tight.
 
 Notation (dp_accounting's): ``s`` is the noise multiplier (noise std over the
 replace-one sensitivity), ``q = m/n``, ``cgf(x) = x (x + 1) / (2 s^2)`` the cumulant
