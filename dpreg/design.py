@@ -53,6 +53,15 @@ class Design:
     stateful : tuple of str
         Terms using stateful transforms (``standardize``, ``center``, splines), whose
         constants are computed from the data.
+    column_bounds : tuple
+        Public ``(lower, upper)`` of each design column implied by the declared bounds
+        and the coding (an intercept is ``(1, 1)``, a treatment dummy ``(0, 1)``), or
+        ``None`` for a column with an undeclared variable.
+    column_factors : tuple
+        For each column, the names of its numerical factors (``("x",)`` for a main
+        effect, ``("x", "z")`` for ``x:z``, ``()`` for the intercept), or ``None`` when
+        its term has a categorical factor: the engines centre and scale the numeric
+        columns (:mod:`dpreg.conditioning`).
     design_info, endog_info : patsy.DesignInfo or None
         How patsy built the columns of ``exog`` and ``endog`` (formulas only): used to
         build the same columns for new data (``predict``, chunks of a stream).
@@ -71,6 +80,8 @@ class Design:
     stateful: tuple[str, ...] = ()
     design_info: Any = field(default=None, repr=False)
     endog_info: Any = field(default=None, repr=False)
+    column_bounds: tuple = ()
+    column_factors: tuple = ()
 
     @property
     def nobs(self) -> int:
@@ -219,7 +230,11 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
     if endog_name in bounds:
         y = np.clip(y, *bounds[endog_name])
     x_norm = None if undeclared else math.sqrt(sum(b * b for b in col_bounds))
+    column_bounds = tuple((1.0, 1.0) if name == "const" else bounds.get(name)
+                          for name in names)
     return Design(endog=np.ascontiguousarray(y), exog=np.ascontiguousarray(X),
                   endog_name=endog_name, exog_names=tuple(names),
                   n_dropped=int(nan_rows.sum()), formula=None, x_norm_bound=x_norm,
-                  endog_bounds=bounds.get(endog_name), undeclared=undeclared)
+                  endog_bounds=bounds.get(endog_name), undeclared=undeclared,
+                  column_bounds=column_bounds,
+                  column_factors=tuple(() if name == "const" else (name,) for name in names))

@@ -13,6 +13,7 @@ statistics of the data.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from typing import Any, Mapping, Sequence
@@ -181,6 +182,48 @@ def _row_norm_bound(design_info, bounds: Mapping[str, tuple[float, float]]):
     return (None if undeclared else math.sqrt(total)), undeclared
 
 
+def _column_bounds(design_info, bounds: Mapping[str, tuple[float, float]]):
+    """Public ``(lower, upper)`` of every design column (``None`` where unknown), and
+    for each column the names of its numerical factors (``None`` for a column of a
+    term with a categorical factor; ``()`` for the intercept).
+
+    Interval arithmetic over the factors of each column: a numerical factor contributes
+    its declared bounds, a categorical one the range of its contrast column; a column is
+    their product (patsy orders a subterm's columns with the left-most factor varying
+    fastest). The public conditioning of the engines (:mod:`dpreg.conditioning`) maps
+    each column to ``[-1, 1]`` with these.
+    """
+    out, numeric = [], []
+    for term, subterms in design_info.term_codings.items():
+        for sub in subterms:
+            factors = tuple(f.name() for f in sub.factors)
+            numeric += [factors if not sub.contrast_matrices else None] * sub.num_columns
+            per_factor = []
+            for factor in sub.factors:
+                info = design_info.factor_infos[factor]
+                if factor in sub.contrast_matrices:
+                    matrix = np.asarray(sub.contrast_matrices[factor].matrix, dtype=float)
+                    per_factor.append([(float(col.min()), float(col.max()))
+                                       for col in matrix.T])
+                else:
+                    name = factor.name()
+                    known = name in bounds and info.num_columns == 1
+                    per_factor.append([tuple(bounds[name]) if known else None])
+            for combo in itertools.product(*reversed(per_factor)):
+                out.append(_interval_product(combo))
+    return tuple(out), tuple(numeric)
+
+
+def _interval_product(intervals) -> tuple[float, float] | None:
+    lo, hi = 1.0, 1.0
+    for iv in intervals:
+        if iv is None:
+            return None
+        ends = [lo * iv[0], lo * iv[1], hi * iv[0], hi * iv[1]]
+        lo, hi = min(ends), max(ends)
+    return (lo, hi)
+
+
 def _normalize_bounds(bounds, data: pd.DataFrame) -> dict[str, tuple[float, float]]:
     """Keys as patsy spells factors (``np.log(x+1)`` -> ``np.log(x + 1)``)."""
     out = {}
@@ -270,6 +313,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
     check_finite_full_rank(y, X, endog_name, exog_names, rank=not chunk)
     design_info = X_df.design_info
     x_norm, undeclared = _row_norm_bound(design_info, bounds)
+    column_bounds, column_factors = _column_bounds(design_info, bounds)
     undeclared_levels, stateful = _read_off_data([y_info, design_info], data)
     lhs_factors = [f.name() for t in y_info.terms for f in t.factors]
     variables = set(lhs_factors) | {f.name() for t in design_info.terms for f in t.factors}
@@ -282,7 +326,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
                   n_dropped=len(data) - len(y), formula=formula, x_norm_bound=x_norm,
                   endog_bounds=endog_bounds, undeclared=undeclared,
                   undeclared_levels=undeclared_levels, stateful=stateful,
-                  design_info=design_info, endog_info=y_info)
+                  design_info=design_info, endog_info=y_info,
+                  column_bounds=column_bounds, column_factors=column_factors)
 
 
 def capture_env(eval_env: int = 0):

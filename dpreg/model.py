@@ -7,6 +7,7 @@ plug-in matrices, and hands plain records to :class:`~dpreg.results.DPRegression
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
@@ -15,18 +16,21 @@ from typing import Any, Mapping
 
 import numpy as np
 
+from dpreg.conditioning import Conditioning, default_conditioning, identity_conditioning
 from dpreg.design import Design, design_from_arrays
 from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
 from dpreg.inference.plugin import (
+    second_moment_matrix,
     floor_eigenvalues,
     hessian_matrix,
     path_variance,
     plugin_inference,
     score_matrix,
 )
+from dpreg.inference.diagnostics import attach_report, path_report
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import FitOptions
 from dpreg.privacy.calibration import calibrate_to_budget
@@ -40,6 +44,7 @@ from dpreg.results import DPRegressionResults
 __all__ = ["DPRegression"]
 
 PATH, HESSIAN, SCORE = "DP-SGD path", "Hessian A", "score covariance S"
+PRECONDITIONER = "second moment G (preconditioner)"
 #: Beyond this noise multiplier a release is pure noise (and float64 variances overflow).
 MAX_NOISE_MULTIPLIER = 1e12
 
@@ -99,7 +104,11 @@ class DPRegression:
             endog, exog, missing=missing, bounds=bounds)
         self.family.check_y(self.design.endog, self.design.endog_name)
         X = self.design.exog
-        w = mallows_weights(X) if self.mallows else np.ones(X.shape[0])
+        self.conditioning = default_conditioning(self.design)
+        # Mallows weights are a public function of the row on the conditioned scale, where
+        # ||z||^2 ~ 2 is typical as the weights assume (the ldp-sgd paper standardizes)
+        w = (mallows_weights(self.conditioning.design(X)) if self.mallows
+             else np.ones(X.shape[0]))
         self.objective = Objective(self.family, self.c, self.tau, w, self.mallows)
 
     @classmethod
@@ -248,19 +257,27 @@ class DPRegression:
                        "non-private statistic of the data", opts.strict)
         if opts.engine != "dpsgd":
             return _ENGINE_FITS[opts.engine]()(self, opts, request)
-        pub = self._public_settings(opts)
+        cond = self.engine_coordinates(opts)
+        pub = self._public_settings(opts, cond)
         split = opts.split()
         adjacency = "replace-one" if opts.sampling == "uniform" else "add/remove"
         factor = 2.0 if adjacency == "replace-one" else 1.0
         sens = {PATH: factor * pub.clip,
+                PRECONDITIONER: factor * pub.row_sq_bound / n,
                 HESSIAN: factor * self.objective.hess_bound * pub.row_sq_bound / n,
                 SCORE: factor * pub.clip ** 2 / n}
-        keys = {PATH: "path", HESSIAN: "hessian", SCORE: "score"}
+        keys = {PATH: "path", PRECONDITIONER: "precondition", HESSIAN: "hessian",
+                SCORE: "score"}
 
         def build(mu_scale: float) -> list[GaussianMechanismEvent]:
             events = []
             s = calibrate_dpsgd(mu_scale * math.sqrt(split["path"]), n, pub.batch_size,
                                 pub.steps, sampling=opts.sampling)
+            if "precondition" in split:
+                mu_g = mu_scale * math.sqrt(split["precondition"])
+                events.append(GaussianMechanismEvent(
+                    name=PRECONDITIONER, sensitivity=sens[PRECONDITIONER],
+                    noise_std=sens[PRECONDITIONER] / mu_g, adjacency=adjacency))
             events.append(GaussianMechanismEvent(
                 name=PATH, sensitivity=sens[PATH], noise_std=s * sens[PATH],
                 adjacency=adjacency, sampling=opts.sampling, sample_size=pub.batch_size,
@@ -277,18 +294,34 @@ class DPRegression:
             request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}")
         by_name = {e.name: e for e in events}
         path = by_name[PATH]
+        rng_path, rng_matrix = np.random.default_rng(pub.seed).spawn(2)  # None: OS entropy
+        Z, y = cond.design(design.exog), design.endog
+        precond, lr = None, pub.lr
+        if PRECONDITIONER in by_name:
+            precond, lr, why = self._preconditioner(Z, by_name[PRECONDITIONER], pub, opts,
+                                                    rng_matrix)
+            pub = dataclasses.replace(pub, lr=lr, reasons=pub.reasons + (why,))
         settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,
                                steps=pub.steps, clip=pub.clip, lr=pub.lr,
                                lr_decay=float(opts.lr_decay),
                                noise_scale=path.noise_std / pub.batch_size,
-                               noise_multiplier=path.noise_multiplier)
-        rng_path, rng_matrix = np.random.default_rng(pub.seed).spawn(2)  # None: OS entropy
-        X, y = design.exog, design.endog
-        theta0 = self._start(opts.start_params)
-        out = run_dpsgd(X, y, objective=self.objective, settings=settings,
+                               noise_multiplier=path.noise_multiplier, precond=precond)
+        theta0 = cond.to_engine(self._start(opts.start_params))
+        out = run_dpsgd(Z, y, objective=self.objective, settings=settings,
                         theta0=theta0, rng=rng_path, progress=opts.progress)
-        inferences, cov = self._inference(out, settings, by_name, pub, rng_matrix)
+        inferences, cov, extras = self._inference(out, Z, settings, by_name, pub, rng_matrix,
+                                                  cond)
+        report = path_report(design.exog_names, inferences, cond.params(out.params),
+                             out.trajectory_steps, cond.params(out.trajectory_avg),
+                             settings.steps, extras)
         notes: tuple[str, ...] = ()
+        cov_type = opts.cov_type
+        if "cov_type" not in options and report is not None and report.floor_decided \
+                and not report.unconverged:
+            cov_type = "rs"
+            notes += ("Inference: random scaling, not the plug-in (the default): the plug-in "
+                      "standard errors were set by the private Hessian's eigenvalue floor, "
+                      "while random scaling needs no Hessian.",)
         if request.unit == "rho":
             notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
                       "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "
@@ -298,26 +331,68 @@ class DPRegression:
             "steps": pub.steps, "epochs": settings.epochs(n), "clip": pub.clip,
             "lr": pub.lr, "lr_decay": settings.lr_decay,
             "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
+            "conditioning": cond.description + ("; preconditioned by a private second-moment "
+                                                 "matrix" if precond is not None else ""),
             "noise_multiplier": settings.noise_multiplier, "sigma_1": settings.noise_scale,
             "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
             "random_state": "given (kept secret)" if opts.random_state is not None
             else "fresh OS entropy (not stored)",
         }
         res = DPRegressionResults(
-            params=out.params, names=design.exog_names, endog_name=design.endog_name,
-            inferences=inferences, cov_type=opts.cov_type, nobs=n,
+            params=cond.params(out.params), names=design.exog_names,
+            endog_name=design.endog_name,
+            inferences=inferences, cov_type=cov_type, nobs=n,
             df_model=p - int(design.has_intercept), private=True,
             family_label=self.objective.label(),
             engine="DP-SGD", settings=table, n_dropped=design.n_dropped,
             formula=design.formula, ledger=ledger, cov_matrix=cov,
             design_info=design.design_info,
-            trajectory={"steps": out.trajectory_steps, "average": out.trajectory_avg,
-                        "iterate": out.trajectory_iter},
+            trajectory={"steps": out.trajectory_steps,
+                        "average": cond.params(out.trajectory_avg),
+                        "iterate": cond.params(out.trajectory_iter)},
             notes=pub.reasons + notes)
         if opts.diagnostics:
             res.diagnostics = {"clip_count": out.clip_count,
                                "clip_share": out.clip_count / out.grad_evals}
-        return res
+        return attach_report(res, report, "DP-SGD")
+
+    def _preconditioner(self, Z, event, pub: _Public, opts: FitOptions,
+                        rng: np.random.Generator):
+        """The private preconditioner ``P = G~^{-1}`` and the step size it allows.
+
+        ``G = n^{-1} sum_i w_i z~_i z~_i^T`` (rows clipped to the public norm bound) is
+        released by the Gaussian matrix mechanism (``event``, in the ledger), its
+        eigenvalues moved into ``[2 sqrt(p) sd, row_sq]`` (above the noise's operator
+        norm, at most one row's contribution), and inverted. Preconditioning the
+        privatized gradient is post-processing; with ``P A ~ hess_bound I`` the step is
+        ``lr = lr_scale / (hess_bound (1 + p / m))``: the batch's mean curvature plus
+        the spread of ``z' P z`` (mean ``p``) over ``m`` rows.
+        """
+        p = Z.shape[1]
+        G_hat = second_moment_matrix(Z, self.objective.weights, pub.x_bound)
+        G_noisy, _ = gaussian_matrix_mechanism(G_hat, event, rng)
+        floor = min(2.0 * math.sqrt(p) * event.noise_std, pub.row_sq_bound)
+        G, moved = floor_eigenvalues(G_noisy, floor, pub.row_sq_bound)
+        P = np.linalg.inv(G)
+        P = (P + P.T) / 2
+        obj = self.objective
+        if opts.lr is not None:
+            lr = opts.lr
+            why = f"lr = {lr:g} given; the gradient is preconditioned by P = G^-1."
+        else:
+            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.batch_size))
+            why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / m)): "
+                   "the gradient is preconditioned by P = G^-1, G a private second-moment "
+                   f"matrix of the conditioned rows ({moved} eigenvalue(s) floored).")
+        return P, lr, why
+
+    def engine_coordinates(self, opts: FitOptions) -> Conditioning:
+        """The coordinates the engine works in: ``condition="bounds"`` (default) maps
+        every column into ``[-1, 1]`` by its declared bounds (:mod:`dpreg.conditioning`);
+        ``"none"`` uses the design as given."""
+        if opts.condition == "none":
+            return identity_conditioning(self.design.k_exog, self.design.row_norm_bound())
+        return self.conditioning
 
     def fit_oracle(self) -> DPRegressionResults:
         """The non-private fit of the same model (see :func:`dpreg.oracle`)."""
@@ -346,12 +421,15 @@ class DPRegression:
                        "levels={column: [...]} (or a pandas Categorical) if they are "
                        "public", strict)
 
-    def _public_settings(self, opts: FitOptions) -> _Public:
+    def _public_settings(self, opts: FitOptions, cond: Conditioning | None = None) -> _Public:
+        """Clip, step size, batch size and steps from public quantities, in the
+        coordinates ``cond`` the engine works in (the design as given if ``None``)."""
         design = self.design
         n, p = design.nobs, design.k_exog
         reasons = []
         obj = self.objective
-        x_bound = opts.x_bound or design.row_norm_bound()
+        row_bound = design.row_norm_bound() if cond is None else cond.norm_bound
+        x_bound = opts.x_bound or row_bound
         if x_bound is None and not obj.mallows:
             x_bound = math.sqrt(p)
             self._leak(f"no bounds declared for {list(design.undeclared)}: the norm of a "
@@ -381,12 +459,24 @@ class DPRegression:
             self._leak(f"no bounds declared for the outcome {design.endog_name!r} and no "
                        f"clip given: gradients are clipped at clip = {clip:.4g} (a unit "
                        "residual). Declare bounds or clip=", opts.strict)
-        lr = opts.lr if opts.lr is not None else obj.family.lr_scale / (obj.hess_bound * row_sq)
         if opts.batch_size is not None and opts.batch_size > n:
             raise OptionError(f"batch_size = {opts.batch_size} exceeds the number of rows "
                               f"n = {n}")
         batch_size, t_def = default_schedule(n, opts.batch_size)
         steps = opts.steps or t_def
+        if opts.lr is not None:
+            lr = opts.lr
+        elif cond is None:  # full-batch and one-row engines on the design as given
+            lr = obj.family.lr_scale / (obj.hess_bound * row_sq)
+        else:
+            # The curvature of a mean gradient over m conditioned rows: the population
+            # part lambda_max(E w h z z') is about 1 on [-1, 1] covariates (at most
+            # row_sq), the sampling part at most row_sq / m (one row's curvature over m).
+            kappa = obj.hess_bound * (1.0 + row_sq / batch_size)
+            lr = obj.family.lr_scale / kappa
+            reasons.append(f"lr = {lr:.4g} = {obj.family.lr_scale:g} / kappa, kappa = "
+                           f"hess_bound * (1 + row_sq / m) = {kappa:.4g}: the curvature of a "
+                           "batch's mean gradient on the conditioned covariates.")
         seed = opts.random_state  # int, SeedSequence, Generator or None: never stored
         return _Public(x_bound=None if x_bound is None else float(x_bound),
                        row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),
@@ -394,42 +484,63 @@ class DPRegression:
                        reasons=tuple(reasons))
 
     def _start(self, start_params) -> np.ndarray:
-        p = self.design.k_exog
+        """The public starting point: ``start_params``, or zeros with the intercept at
+        the midpoint of the outcome's declared bounds for location families (the path
+        then starts near the data's level instead of travelling to it)."""
+        design = self.design
+        p = design.k_exog
         if start_params is None:
-            return np.zeros(p)
+            theta0 = np.zeros(p)
+            lohi = design.endog_bounds
+            names = design.exog_names
+            if lohi is not None and self.family.name != "logistic":
+                for j, name in enumerate(names):
+                    if name in ("Intercept", "const") and design.column_bounds \
+                            and tuple(design.column_bounds[j]) == (1.0, 1.0):
+                        theta0[j] = (lohi[0] + lohi[1]) / 2
+            return theta0
         theta0 = np.asarray(start_params, dtype=float).ravel()
         if theta0.shape != (p,) or not np.all(np.isfinite(theta0)):
             raise OptionError(f"start_params must be {p} finite numbers (one per column "
                               f"{self.exog_names}), got {start_params!r}")
         return theta0
 
-    def _inference(self, out, settings: SGDSettings, events: dict, pub: _Public,
-                   rng: np.random.Generator):
+    def _inference(self, out, Z: np.ndarray, settings: SGDSettings, events: dict,
+                   pub: _Public, rng: np.random.Generator, cond: Conditioning):
+        """Plug-in and random-scaling inference. The private matrices are computed and
+        floored in the engine's coordinates (``Z``, where the public bounds hold), then
+        ``V``, ``W`` and ``Q`` are mapped to the user's coordinates exactly."""
         n = self.design.nobs
         m = float(settings.batch_size)
         epochs = settings.epochs(n)
+        Q = cond.covariance(out.rs_q)
         if HESSIAN not in events:
-            return {"rs": rs_inference(out.rs_q, epochs)}, None
-        X, y = self.design.exog, self.design.endog
-        A_hat = hessian_matrix(X, y, out.params, self.objective, pub.x_bound, pub.clip)
-        S_hat = score_matrix(X, y, out.params, self.objective, pub.clip)
+            return {"rs": rs_inference(Q, epochs)}, None, {}
+        y = self.design.endog
+        A_hat = hessian_matrix(Z, y, out.params, self.objective, pub.x_bound, pub.clip)
+        S_hat = score_matrix(Z, y, out.params, self.objective, pub.clip)
         A_noisy, _ = gaussian_matrix_mechanism(A_hat, events[HESSIAN], rng)
         S_noisy, _ = gaussian_matrix_mechanism(S_hat, events[SCORE], rng)
         # Eigenvalues into their public ranges: A in [one noise sd, hess_bound * row_sq]
         # (invertible, and never above what one row can contribute), S in [0, clip^2].
         a_cap = self.objective.hess_bound * pub.row_sq_bound
-        A, raised_a = floor_eigenvalues(A_noisy, min(events[HESSIAN].noise_std, a_cap), a_cap)
+        a_floor = min(events[HESSIAN].noise_std, a_cap)
+        A, raised_a = floor_eigenvalues(A_noisy, a_floor, a_cap)
         S, raised_s = floor_eigenvalues(S_noisy, 0.0, pub.clip ** 2)
         V, W = path_variance(A, S, settings.noise_scale, m)
+        V, W = cond.covariance(V), cond.covariance(W)
+        # the same plug-in with the floor doubled: does the floor decide the answer?
+        A2, _ = floor_eigenvalues(A_noisy, min(2 * a_floor, a_cap), a_cap)
+        V2, W2 = (cond.covariance(M) for M in path_variance(A2, S, settings.noise_scale, m))
+        floor_se = np.sqrt(np.diag(V2 / n + W2 / settings.steps))
         note = ""
         if raised_a or raised_s:
             note = (f"Plug-in: {raised_a} eigenvalue(s) of the private Hessian and {raised_s} "
                     "of the private score covariance were moved into their public ranges "
                     "(projection; post-processing).")
         plugin, cov = plugin_inference(V, W, n, settings.steps, note)
-        rs = rs_inference(out.rs_q, epochs, V=V, W=W, n=n, steps=settings.steps,
-                          batch_size=m)
-        return {"plugin": plugin, "rs": rs}, cov
+        rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)
+        return {"plugin": plugin, "rs": rs}, cov, {"W": W, "floor_se": floor_se}
 
 
 def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str):

@@ -34,12 +34,21 @@ AGGREGATES = ("last", "mean", "ema", "upa")
 #: LDP-SGD (ldp-sgd paper, s.5). DP-GD uses a constant step.
 DEFAULT_LR_DECAY = {"dpsgd": 0.501, "ldp_sgd": 0.51}
 SAMPLINGS = ("uniform", "poisson")
+#: ``condition=``: map bounded numeric columns into [-1, 1] and precondition DP-SGD with a
+#: private second-moment matrix (``"private"``, default), the public map only
+#: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.conditioning`.
+CONDITIONS = ("private", "bounds", "none")
 MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
                  "eval_env")
 #: Shares of mu^2 (GDP) or rho (zCDP). The Hessian gets a large share because its noise
 #: enters the plug-in variance through A^{-2}: on STAR (mu = 2, 16 seeds) this split gave
 #: plug-in s.e. closer to the run-to-run spread and less variable than 0.8/0.1/0.1.
 DEFAULT_BUDGET_SPLIT = {"path": 0.6, "hessian": 0.3, "score": 0.1}
+#: DP-SGD with ``condition="private"``: 5% of mu^2 buys the preconditioner, a private
+#: second-moment matrix of the conditioned rows. It only sets the speed of convergence
+#: (its noise never enters the intervals), so a small share suffices.
+PRECONDITIONED_SPLIT = {"path": 0.6, "precondition": 0.05, "hessian": 0.25, "score": 0.1}
+SPLIT_KEYS = ("path", "precondition", "hessian", "score")
 #: LDP-SGD with the private plug-in: equal shares, so that the local path and the two
 #: central matrices are each mu / sqrt(3) (the ldp-sgd paper gives each mu, Thm 3).
 LDP_PLUGIN_SPLIT = {"path": 1 / 3, "hessian": 1 / 3, "score": 1 / 3}
@@ -75,6 +84,7 @@ class FitOptions:
     ema_beta: float = 0.999
     upa_k: int | None = None
     runs: int = 1
+    condition: str = "private"
 
     def __post_init__(self):
         if self.engine not in ENGINES:
@@ -105,6 +115,7 @@ class FitOptions:
                 or not 0 < self.ema_beta < 1:
             raise OptionError(f"ema_beta must be in (0, 1), got {self.ema_beta!r}")
         _choice("sampling", self.sampling, SAMPLINGS)
+        _choice("condition", self.condition, CONDITIONS)
         _positive_int("batch_size", self.batch_size)
         _positive_int("steps", self.steps)
         if self.steps is not None and self.steps < 2:
@@ -143,9 +154,14 @@ class FitOptions:
         split = self.budget_split
         if split is None:
             split = DEFAULT_BUDGET_SPLIT
+            if self.engine == "dpsgd" and self.condition == "private":
+                split = PRECONDITIONED_SPLIT
             if self.engine == "ldp_sgd":  # PRS and PBM are free; PPI as in the paper
                 split = LDP_PLUGIN_SPLIT if self.cov_type == "plugin" else {"path": 1.0}
-        out = checked_split(split, tuple(DEFAULT_BUDGET_SPLIT), DEFAULT_BUDGET_SPLIT)
+        keys = tuple(DEFAULT_BUDGET_SPLIT)
+        if self.engine == "dpsgd" and self.condition == "private":
+            keys = SPLIT_KEYS
+        out = checked_split(split, keys, DEFAULT_BUDGET_SPLIT)
         if ("hessian" in out) != ("score" in out):
             raise OptionError("budget_split must give both 'hessian' and 'score' a share (the "
                               "plug-in needs both matrices) or neither (random scaling only)")

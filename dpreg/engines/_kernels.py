@@ -97,18 +97,22 @@ def rs_accumulate(theta, ref, s_run, m_acc, l_acc, t):
 
 @njit(cache=True)
 def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
-                inv_denom, noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
-                traj_stride, traj_avg, traj_iter, clip_count):
+                inv_denom, noise_scale, precond, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
+                dbuf, traj_stride, traj_avg, traj_iter, clip_count):
     """Run ``len(counts)`` DP-SGD steps (Algorithm 1 with the clipping of (5.1)).
 
     Step ``t = t0 + b + 1`` samples ``counts[b]`` rows without replacement by a partial
     Fisher-Yates shuffle of ``perm`` driven by the uniforms ``u`` (consumed in order),
     clips each per-example gradient to norm ``clip``, and updates
 
-        theta <- theta - lr * t^(-lr_decay) * (inv_denom * sum_i g_i + noise_scale * z_t)
+        theta <- theta - lr * t^(-lr_decay) * P (inv_denom * sum_i g_i + noise_scale * z_t)
 
     where ``z_t = noise[b]`` is standard normal. ``inv_denom`` is ``1/m`` (fixed-size
-    sampling) or ``1/(q n)`` (Poisson sampling: the public expected batch size).
+    sampling) or ``1/(q n)`` (Poisson sampling: the public expected batch size). ``P`` is
+    a fixed preconditioner (``precond``; an empty 0 x 0 array means the identity)
+    applied to the privatized gradient: post-processing, so it changes the speed of
+    convergence, not the privacy, and the averaged iterate's limiting covariance does
+    not depend on it (Polyak and Juditsky 1992).
 
     Random-scaling sums are kept relative to the reference point ``ref`` (MATH.md s.1):
     ``s_run = sum_{s<=t} (theta_s - ref)``, ``m_acc += s_run s_run^T`` (upper triangle),
@@ -140,10 +144,21 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
                 gbuf[j] += g * X[i, j]
         step = lr * t ** (-lr_decay)
         finite = True
-        for j in range(p):
-            theta[j] -= step * (inv_denom * gbuf[j] + noise_scale * noise[b, j])
-            if not np.isfinite(theta[j]):
-                finite = False
+        if precond.shape[0] == 0:
+            for j in range(p):
+                theta[j] -= step * (inv_denom * gbuf[j] + noise_scale * noise[b, j])
+                if not np.isfinite(theta[j]):
+                    finite = False
+        else:
+            for j in range(p):
+                dbuf[j] = inv_denom * gbuf[j] + noise_scale * noise[b, j]
+            for j in range(p):
+                d = 0.0
+                for k in range(p):
+                    d += precond[j, k] * dbuf[k]
+                theta[j] -= step * d
+                if not np.isfinite(theta[j]):
+                    finite = False
         if not finite:
             return STATUS_NONFINITE, b
         rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)

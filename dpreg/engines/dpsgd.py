@@ -19,11 +19,13 @@ from dpreg.exceptions import ConvergenceError
 
 __all__ = ["SGDSettings", "run_dpsgd", "default_schedule"]
 
-#: Default number of per-example gradient evaluations (T * m) of one fit.
+#: Most per-example gradient evaluations (T * m) of a default schedule.
 DEFAULT_WORK = 50_000_000
-#: Steps are at least MIN_EPOCHS_K * n (work permitting): random scaling needs T large
-#: against the mixing time sqrt(T) / (lr lambda_min) of the iterates.
-MIN_EPOCHS_K = 200
+#: Default rows per batch, n / m: the default batch is m = ceil(n / ROWS_PER_BATCH).
+ROWS_PER_BATCH = 200
+#: Fewest steps of a default schedule (work permitting): random scaling and the
+#: averaged iterate need T large against the mixing time of the iterates.
+MIN_STEPS = 200_000
 #: Snapshots kept of the path for plots.
 TRAJECTORY_POINTS = 2000
 
@@ -46,6 +48,7 @@ class SGDSettings:
     lr_decay: float
     noise_scale: float
     noise_multiplier: float
+    precond: np.ndarray | None = None
 
     def denominator(self) -> float:
         """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson."""
@@ -60,18 +63,22 @@ def default_schedule(n: int, batch_size: int | None = None,
                      work: int = DEFAULT_WORK) -> tuple[int, int]:
     """Default ``(batch_size, steps)`` from public ``n`` (and a user's batch size).
 
-    The paper's regime is ``c = m sqrt(T) / n = 1``: ``m = 1, T = n^2`` while
-    ``n^2 <= work`` (Section 6 of the dpsgd-inference paper); for larger ``n`` the batch
-    grows, ``m = ceil(n^2 / work)``, so that ``T m`` stays bounded at the same ``c``.
-    Steps are never fewer than ``min(200 n, work / m)``: with a large batch ``(n/m)^2``
-    can be below ``n`` (``k = T/n < 1``), too few for averaged SGD to converge and for the
-    functional CLT behind random scaling, which needs ``T`` large against the mixing
-    time ``sqrt(T) / (lr lambda_min)`` of the iterates. More steps cost no accuracy:
-    the noise multiplier grows like ``sqrt(T)`` and the privacy variance like ``s^2/T``.
+    The paper's regime is ``c = m sqrt(T) / n = 1``. On conditioned covariates (see
+    :mod:`dpreg.conditioning`) with a step set for the batch's mean gradient, a batch
+    of ``m`` rows cuts the work ``T m = n^2 / m`` by ``m`` at the same ``c`` and the same
+    accuracy: the privacy variance is ``sigma_1^2 / T ~ (s / m)^2 / T``, and ``s`` grows
+    like ``c``. So ``m = ceil(n / 200)`` (at least ``n^2 / work``, which bounds the work)
+    and ``T = (n / m)^2`` (about 40,000). Steps are never fewer than
+    ``min(200,000, work / m)``: averaged SGD forgets its start in about
+    ``(lr lambda_min)^-2`` steps, and covariates that fill a small part of a loose
+    declared box have ``lambda_min`` near 0.01 after conditioning (more steps cost no
+    accuracy, as above; a user's large batch would otherwise leave too few).
     """
-    m = batch_size if batch_size is not None else max(1, math.ceil(n * n / work))
-    steps = max(int(round((n / m) ** 2)), min(MIN_EPOCHS_K * n, work // m))
-    return m, max(1, steps)
+    if batch_size is None:
+        batch_size = max(1, math.ceil(n / ROWS_PER_BATCH), math.ceil(n * n / work))
+    m = batch_size
+    steps = max(int(round((n / m) ** 2)), min(MIN_STEPS, work // m))
+    return m, max(2, steps)
 
 
 def _block_size(batch_size: int, p: int) -> int:
@@ -111,6 +118,9 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
     m_acc = np.zeros((p, p))
     l_acc = np.zeros(p)
     gbuf = np.zeros(p)
+    dbuf = np.zeros(p)
+    precond = (np.zeros((0, 0)) if settings.precond is None
+               else np.ascontiguousarray(settings.precond, dtype=float))
     perm = np.arange(n, dtype=np.int64)
     clip_count = np.zeros(1, dtype=np.int64)
     stride = max(1, T // TRAJECTORY_POINTS)
@@ -141,8 +151,8 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
             status, done = _kernels.dpsgd_block(
                 X, y, xnorm, w, code, c, tau, counts, u, noise, t_done,
                 settings.lr, settings.lr_decay, settings.clip, inv_denom,
-                settings.noise_scale, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
-                stride, traj_avg, traj_iter, clip_count)
+                settings.noise_scale, precond, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
+                dbuf, stride, traj_avg, traj_iter, clip_count)
             if status != _kernels.STATUS_OK:
                 raise ConvergenceError(
                     f"DP-SGD diverged (non-finite iterate) at step {t_done + done + 1}: the "

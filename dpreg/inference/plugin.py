@@ -14,7 +14,7 @@ import numpy as np
 from dpreg.engines import _kernels
 from dpreg.inference.base import Inference, NormalLaw
 
-__all__ = ["hessian_matrix", "score_matrix", "floor_eigenvalues", "path_variance",
+__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues", "path_variance",
            "plugin_inference"]
 
 
@@ -46,6 +46,17 @@ def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -
                                  clip, h)
         h = np.clip(h, 0.0, objective.hess_bound)
         out += (Xc * h[:, None]).T @ Xc
+    return out / X.shape[0]
+
+
+def second_moment_matrix(X, weights, x_bound: float | None) -> np.ndarray:
+    """``n^{-1} sum_i w_i x~_i x~_i^T`` with rows clipped to norm ``x_bound``: the curvature
+    of the weighted objective up to the family's Hessian weight (the DP-SGD
+    preconditioner). Per-row term bounded like :func:`hessian_matrix`'s."""
+    out = np.zeros((X.shape[1], X.shape[1]))
+    for rows in _blocks(X.shape[0]):
+        Xb = X[rows] if x_bound is None else clip_rows(X[rows], x_bound)
+        out += (Xb * np.asarray(weights)[rows, None]).T @ Xb
     return out / X.shape[0]
 
 

@@ -28,6 +28,7 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 from dpreg.studies import replicates as rp
+from dpreg.studies import robustness as rb
 from dpreg.studies.plots import plot_coverage, plot_length, plot_metric
 from dpreg.studies.spec import FigureSpec, Study
 from dpreg.studies.summaries import AVERAGE, nominal_band
@@ -90,6 +91,43 @@ def _smoke() -> Study:
                     "batch); not a replication of a paper.",
         figures=(FigureSpec("coverage", plot_coverage, {"x": "n"}),
                  FigureSpec("length", plot_length, {"x": "n"})))
+
+
+# ---------------------------------------------------------------------------- robustness
+def _cells(**factors):
+    """One sub-grid of the robustness study: every factor named, defaults filled."""
+    base = dict(family=["linear"], n=[1000], p=[3], budget=["mu=5"], batch=[0],
+                steps_per_n=[0], errors=["hetero"], sampling=["uniform"], engine=["dpsgd"],
+                tau=[0.5])
+    return base | {k: list(v) for k, v in factors.items()}
+
+
+@register_study
+def _robustness() -> Study:
+    return Study(
+        name="robustness", replicate=rb.robustness_replicate,
+        grid=[
+            # every family at the defaults, two sizes, two dimensions, two budgets
+            _cells(family=["linear", "huber", "logistic"], n=[1000, 5000], p=[3, 10],
+                   budget=["mu=1", "mu=5"]),
+            # curved asymmetric score
+            _cells(family=["expectile"], n=[5000], errors=["t3"], tau=[0.5, 0.8]),
+            # batch sizes above one and fewer steps than the default
+            _cells(batch=[1, 10, 50], steps_per_n=[20]),
+            _cells(batch=[50]),
+            # small n, large and small budgets
+            _cells(n=[500], p=[3, 10], budget=["mu=0.5", "mu=10"]),
+            # p = 20
+            _cells(n=[20000], p=[20], budget=["mu=1", "mu=10"]),
+            # an (epsilon, delta) request, Poisson sampling, heavy tails
+            _cells(n=[2000], p=[5], budget=["eps=1,delta=1e-5"]),
+            _cells(sampling=["poisson"]),
+            _cells(n=[5000], p=[10], errors=["t3"]),
+        ],
+        constants=dict(alpha=0.05), reps=200, seed=20261124,
+        title="Robustness: natural units in loose boxes, every family, batches, budgets",
+        description="Coverage of the truth by every printed DP-SGD interval, with the share "
+                    "of replications in which the package warned (ConvergenceWarning).")
 
 
 # ---------------------------------------------------------------------------- dpsgd paper

@@ -124,10 +124,20 @@ def test_divergence_raises_clear_error(seed):
 
 
 def test_default_schedule_keeps_c_equal_one():
-    assert default_schedule(1399) == (1, 1399 ** 2)
-    m, T = default_schedule(100_000)
-    assert m > 1 and abs(m * np.sqrt(T) / 100_000 - 1) < 1e-3
-    assert m * T <= 5e7 * 1.01
-    # a user's large batch never gets fewer than 200 n steps (work permitting)
+    # small n: one row per step, T = n^2 (the paper's regime), at least 200,000 steps
+    assert default_schedule(150) == (1, 200_000)
+    assert default_schedule(1000) == (5, 200_000)
+    # otherwise batches of about n / 200 rows and T = (n / m)^2 steps: c = m sqrt(T)/n = 1
+    for n in (6366, 100_000, 10 ** 6):
+        m, T = default_schedule(n)
+        assert m == max(int(np.ceil(n / 200)), int(np.ceil(n * n / 5e7)))
+        # c = m sqrt(T) / n is 1 where (n / m)^2 is enough steps, more where the
+        # 200,000-step floor applies; the work stays bounded
+        assert m * np.sqrt(T) / n >= 1 - 0.01
+        assert T >= min(200_000, 5e7 // m)
+        assert m * T <= 5e7 * 1.01
+    assert default_schedule(10 ** 6) == (20_000, 2_500)
+    # a user's large batch never gets fewer than 200,000 steps (work permitting)
     assert default_schedule(1000, 50) == (50, 200_000)
     assert default_schedule(1000, 10) == (10, 200_000)
+    assert default_schedule(10 ** 6, 10 ** 5) == (10 ** 5, 500)

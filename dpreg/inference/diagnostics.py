@@ -1,0 +1,215 @@
+"""Free convergence diagnostics of a private path (post-processing: no budget).
+
+Three checks, each computed from what the fit has already released:
+
+* **Length ratio.** Random scaling (RS) and the plug-in estimate the same variance when
+  the averaged iterate has converged, so their 95% lengths agree up to the spread of
+  the RS pivot's random denominator. RS's scale ``sqrt(E Q_jj rho_j)`` tends to
+  ``se_j sqrt(int B^2)``, so the length ratio is ``(c_RS / z) sqrt(int B^2)`` in law,
+  with ``int_0^1 B^2 = sum_k Z_k^2 / (k pi)^2`` (mean 1/6: a ratio of about 1.4); it
+  exceeds :data:`RATIO_LIMIT` = 4 with probability below 1e-3
+  (:func:`ratio_false_alarm`, tested). A path still in its start-up transient
+  inflates ``Q`` (the drift looks like variance), so the ratio flags it; a plug-in made
+  too long by a noisy Hessian, or a path whose slow directions barely moved within the
+  run (its ``Q`` sees only the fast fluctuations), shows as a ratio below
+  :data:`RATIO_LOWER` = 0.4, which a converged path gives with probability about 1e-4.
+* **Halves.** The averages of the first and second half of the path estimate the same
+  point; their difference has variance about ``4 W_jj / T`` (``W`` the per-step
+  long-run covariance of the path, from the private plug-in), so ``|z| > 4`` flags a
+  path that is still moving.
+* **Eigenvalue floor.** Where the private Hessian's noise is comparable to its small
+  eigenvalues, the floor that makes it invertible decides the plug-in variance in
+  those directions. The plug-in standard errors are recomputed with the floor doubled;
+  a change above :data:`FLOOR_SENSITIVITY` flags the coefficient.
+
+References: the dpsgd-inference paper (Xia, Zhang and Cai), Prop. 3 for the law of
+``Q``; the docs' corrections page for the batch-size normalization ``E = T m / n``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
+           "check_path", "ratio_false_alarm"]
+
+#: RS / plug-in length ratio beyond which a path counts as unconverged.
+RATIO_LIMIT = 4.0
+#: RS / plug-in length ratio below which the two disagree: a converged path gives it with
+#: probability about 1e-4 (P(int B^2 < (0.4 z / c_RS)^2), :func:`ratio_false_alarm`).
+RATIO_LOWER = 0.4
+#: |z| of the first-versus-second-half difference beyond which a path is still moving.
+HALVES_LIMIT = 4.0
+#: Relative change of a plug-in standard error when the eigenvalue floor is doubled
+#: beyond which the floor, not the data, decided it.
+FLOOR_SENSITIVITY = 0.2
+
+
+@dataclass(frozen=True)
+class ConvergenceReport:
+    """What the free diagnostics found, per coefficient name.
+
+    Attributes
+    ----------
+    length_ratio : dict
+        RS length over plug-in length of each coefficient's interval.
+    halves_z : dict
+        Standardized difference of the first- and second-half averages.
+    floor_change : dict
+        Relative change of the plug-in s.e. when the Hessian's eigenvalue floor doubles.
+    unconverged, floor_decided, plugin_too_long : tuple of str
+        Coefficients flagged by each check.
+    """
+
+    length_ratio: dict = field(default_factory=dict)
+    halves_z: dict = field(default_factory=dict)
+    floor_change: dict = field(default_factory=dict)
+    unconverged: tuple = ()
+    floor_decided: tuple = ()
+    plugin_too_long: tuple = ()
+
+    @property
+    def ok(self) -> bool:
+        return not (self.unconverged or self.floor_decided or self.plugin_too_long)
+
+    def messages(self, engine: str = "DP-SGD") -> list[str]:
+        """One line per finding, each saying what to change."""
+        out = []
+        if self.unconverged:
+            out.append(
+                f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
+                f"interval over {RATIO_LIMIT:g} times the plug-in's, or the two halves of "
+                "the path disagree): the intervals of these coefficients are unreliable. "
+                "Increase steps=, declare tighter bounds, or raise lr=.")
+        if self.floor_decided:
+            out.append(
+                f"The plug-in standard errors of {list(self.floor_decided)} are set by the "
+                "eigenvalue floor of the private Hessian (its noise is comparable to its "
+                "small eigenvalues), not by the data: rely on the random-scaling intervals "
+                "(conf_int(method='rs'), the default inference unless cov_type= was "
+                "given), or raise the budget or the Hessian's share.")
+        if self.plugin_too_long:
+            out.append(
+                f"The plug-in intervals of {list(self.plugin_too_long)} are over "
+                f"{1 / RATIO_LOWER:g} times the random-scaling ones (rare at convergence): "
+                "either the path barely moved from its start (too small a step for these "
+                "covariates) or the private Hessian is too noisy; neither interval is "
+                "reliable. Raise lr= or steps=, declare tighter bounds, or raise the budget.")
+        return out
+
+
+def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
+               halves=None, W=None, steps=None, floor_se=None) -> ConvergenceReport:
+    """Run the free checks.
+
+    Parameters
+    ----------
+    names : sequence of str
+    plugin_se, rs_scale : ndarray (p,)
+        Plug-in standard errors and random-scaling scales (in the user's coordinates).
+    rs_critical, plugin_critical : float
+        Two-sided critical values of the two laws at the same level.
+    halves : tuple of ndarray (p,), optional
+        Averages of the first and the second half of the path.
+    W : ndarray (p, p), optional
+        Per-step long-run covariance of the path (private plug-in).
+    steps : int, optional
+        ``T``.
+    floor_se : ndarray (p,), optional
+        Plug-in standard errors recomputed with the eigenvalue floor doubled.
+    """
+    names = list(names)
+    ratio = (rs_critical * np.asarray(rs_scale)) / (plugin_critical * np.asarray(plugin_se))
+    unconverged = {n for n, r in zip(names, ratio) if r > RATIO_LIMIT}
+    too_long = [n for n, r in zip(names, ratio) if r < RATIO_LOWER]
+    z = {}
+    if halves is not None and W is not None and steps:
+        first, second = halves
+        sd = np.sqrt(np.maximum(4.0 * np.diag(W) / steps, np.finfo(float).tiny))
+        zs = (np.asarray(second) - np.asarray(first)) / sd
+        z = dict(zip(names, zs.tolist()))
+        unconverged |= {n for n, v in z.items() if abs(v) > HALVES_LIMIT}
+    change = {}
+    if floor_se is not None:
+        rel = np.abs(np.asarray(floor_se) / np.asarray(plugin_se) - 1.0)
+        change = dict(zip(names, rel.tolist()))
+    floor_decided = [n for n, v in change.items() if v > FLOOR_SENSITIVITY]
+    return ConvergenceReport(
+        length_ratio=dict(zip(names, ratio.tolist())), halves_z=z, floor_change=change,
+        unconverged=tuple(n for n in names if n in unconverged),
+        floor_decided=tuple(floor_decided),
+        plugin_too_long=tuple(too_long))
+
+
+def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
+                      terms: int = 2000, seed: int = 0, below: bool = False) -> float:
+    """Monte Carlo probability that a converged path's length ratio exceeds ``limit``
+    (or falls below it, ``below=True``).
+
+    At convergence the ratio is ``(c_RS / z) sqrt(int B^2)`` with ``z = 1.96``,
+    ``c_RS = 6.747`` and ``int_0^1 B^2 = sum_k Z_k^2 / (k pi)^2`` (Karhunen-Loeve
+    expansion of the Brownian bridge), so the false-alarm probability is
+    ``P(int B^2 > (limit z / c_RS)^2)``.
+    """
+    from dpreg.inference.pivot import rs_pivot
+    from scipy import stats
+
+    rng = np.random.default_rng(seed)
+    k = np.arange(1, terms + 1)
+    weights = 1.0 / (k * np.pi) ** 2
+    total = np.zeros(draws)
+    for start in range(0, terms, 200):
+        block = rng.standard_normal((draws, min(200, terms - start))) ** 2
+        total += block @ weights[start:start + 200]
+    c_rs = float(rs_pivot.critical_value(0.05))
+    z = float(stats.norm.isf(0.025))
+    threshold = (limit * z / c_rs) ** 2
+    return float(np.mean(total < threshold if below else total > threshold))
+
+
+def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: int,
+                extras: dict) -> ConvergenceReport | None:
+    """The checks for a path with plug-in and random-scaling inference (``None`` when
+    the fit released no plug-in matrices: then no variance to compare with)."""
+    if "plugin" not in inferences or "rs" not in inferences:
+        return None
+    plugin, rs = inferences["plugin"], inferences["rs"]
+    halves = None
+    traj_steps = np.asarray(traj_steps)
+    if traj_steps.size and steps >= 4:
+        k = int(np.argmin(np.abs(traj_steps - steps / 2)))
+        t1 = float(traj_steps[k])
+        if 0 < t1 < steps:
+            first = np.asarray(traj_avg)[k]
+            second = (steps * np.asarray(params) - t1 * first) / (steps - t1)
+            halves = (first, second, t1)
+    report_halves, W, T = None, extras.get("W"), steps
+    if halves is not None:
+        first, second, t1 = halves
+        # Var(second - first) = W (1/t1 + 1/(T - t1)); check_path divides by 4 W / T,
+        # so rescale the difference to the equal-halves form
+        factor = np.sqrt((4.0 / T) / (1.0 / t1 + 1.0 / (T - t1)))
+        report_halves = (first, first + (second - first) * factor)
+    return check_path(names, plugin_se=plugin.scale, rs_scale=rs.scale,
+                      rs_critical=float(rs.law.critical_value(0.05)),
+                      plugin_critical=float(plugin.law.critical_value(0.05)),
+                      halves=report_halves, W=W, steps=T, floor_se=extras.get("floor_se"))
+
+
+def attach_report(res, report: ConvergenceReport | None, engine: str):
+    """Warn (``ConvergenceWarning``) and add a summary line per finding; keep the report
+    on the results as ``res.convergence``."""
+    import warnings
+
+    from dpreg.exceptions import ConvergenceWarning
+    from dpreg.model import _user_stacklevel
+
+    res.convergence = report
+    if report is None or report.ok:
+        return res
+    for message in report.messages(engine):
+        warnings.warn(message, ConvergenceWarning, stacklevel=_user_stacklevel())
+        res.notes = res.notes + ("WARNING: " + message,)
+    return res

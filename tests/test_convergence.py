@@ -1,0 +1,175 @@
+"""Intervals where users fit: covariates in natural units, loose declared boxes, batches
+above one, and the free diagnostics that flag a path that has not converged.
+
+Each fit-level test runs on a design in natural units (ages, years of schooling, log
+income, an interaction, a dummy) inside honest, loose declared bounds. The private
+intervals share the data's sampling noise with the non-private fit of the same loss
+(``dpreg.oracle``), so a private 95% interval that is valid contains the oracle's
+estimate with probability well above 95%; all of them containing it is the check.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg
+from dpreg.conditioning import default_conditioning
+from dpreg.exceptions import ConvergenceWarning
+from dpreg.formula import build_design
+from dpreg.inference.diagnostics import RATIO_LIMIT, check_path, ratio_false_alarm
+
+FORMULA = "y ~ age + educ + age:educ + female + loginc"
+BOUNDS = {"age": (18, 90), "educ": (0, 25), "loginc": (5, 15), "y": (-10, 25)}
+
+
+def natural_units(n: int, seed: int, family: str = "linear") -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20, 60, n)
+    educ = np.clip(rng.normal(13, 2.5, n), 8, 20)
+    female = rng.integers(0, 2, n).astype(float)
+    loginc = rng.normal(10, 0.7, n)
+    eta = 1 + 0.03 * age + 0.2 * educ - 0.002 * age * educ + 0.5 * female + 0.3 * loginc
+    if family == "logistic":
+        eta = eta - 6.0
+        y = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
+    else:
+        y = eta + rng.standard_normal(n) * (1 + 0.02 * age)  # heteroskedastic
+    return pd.DataFrame({"y": y, "age": age, "educ": educ, "female": female,
+                         "loginc": loginc})
+
+
+def _bounds():
+    return dict(BOUNDS, female=(0, 1))
+
+
+def _contains(res, ref, method):
+    ci = res.conf_int(method=method)
+    return (ci.iloc[:, 0] <= ref.params) & (ref.params <= ci.iloc[:, 1])
+
+
+# ---------------------------------------------------------------- conditioning map
+def test_conditioning_maps_back_exactly():
+    data = natural_units(500, 0)
+    design = build_design(FORMULA, data, bounds=_bounds())
+    cond = default_conditioning(design)
+    Z = cond.design(design.exog)
+    np.testing.assert_allclose(Z @ cond.M, design.exog, rtol=0, atol=1e-9)
+    # every conditioned numeric column is inside [-1, 1]; the product is z_age * z_educ
+    assert np.all(np.abs(Z) <= 1 + 1e-12)
+    names = list(design.exog_names)
+    z_age, z_educ = Z[:, names.index("age")], Z[:, names.index("educ")]
+    np.testing.assert_allclose(Z[:, names.index("age:educ")], z_age * z_educ, atol=1e-12)
+    assert cond.norm_bound == pytest.approx(np.sqrt(len(names)))
+    theta = np.arange(1.0, len(names) + 1)
+    np.testing.assert_allclose(cond.params(cond.to_engine(theta)), theta, rtol=1e-12)
+    np.testing.assert_allclose(design.exog @ theta, Z @ cond.to_engine(theta), rtol=1e-10)
+
+
+def test_conditioning_needs_every_column_bounded():
+    data = natural_units(300, 1)
+    design = build_design(FORMULA, data, bounds={"y": (-10, 25), "age": (18, 90)})
+    assert default_conditioning(design).is_identity
+
+
+# ---------------------------------------------------------------- fits at the defaults
+@pytest.mark.parametrize("seed", [0, 1])
+def test_natural_units_cover_at_defaults(seed):
+    data = natural_units(4000, seed)
+    ref = dpreg.oracle(FORMULA, data, bounds=_bounds())
+    with warnings.catch_warnings():
+        # the floor check may fire here (n mu = 20,000 in a loose box): then the default
+        # inference is random scaling, and the summary says why
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), random_state=seed)
+    assert res.convergence is not None and not res.convergence.unconverged
+    assert res.cov_type == ("rs" if res.convergence.floor_decided else "plugin")
+    assert _contains(res, ref, None).all()
+    assert _contains(res, ref, "rs").all()
+    # the estimate is close to the oracle in units of its own standard error
+    assert np.all(np.abs(res.params - ref.params) < 4 * res.bse)
+    # the ledger pays for the preconditioner and stays within the request
+    names = [row.name for row in res.ledger.events]
+    assert names[0] == "second moment G (preconditioner)"
+    assert res.ledger.total_mu <= 5 * (1 + 1e-9)
+
+
+def test_huber_and_logit_natural_units_at_defaults():
+    data = natural_units(4000, 3)
+    ref = dpreg.oracle(FORMULA, data, family="huber", bounds=_bounds())
+    res = dpreg.dp_huber(FORMULA, data, mu=5, bounds=_bounds(), random_state=3)
+    assert res.convergence.ok and _contains(res, ref, "plugin").all()
+    assert _contains(res, ref, "rs").all()
+    data = natural_units(4000, 4, family="logistic")
+    bounds = _bounds()
+    bounds.pop("y")
+    ref = dpreg.oracle(FORMULA, data, family="logistic", bounds=bounds)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the floor check may fire
+        res = dpreg.dp_logit(FORMULA, data, mu=5, bounds=bounds, random_state=4)
+    assert not res.convergence.unconverged
+    assert _contains(res, ref, None).all() and _contains(res, ref, "rs").all()
+
+
+def test_batch_of_fifty_and_few_steps_converges():
+    data = natural_units(1000, 5)
+    ref = dpreg.oracle(FORMULA, data, bounds=_bounds())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # the floor check may fire
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), batch_size=50,
+                           steps=20 * 1000, random_state=5)
+    assert not res.convergence.unconverged
+    assert _contains(res, ref, "plugin").all() and _contains(res, ref, "rs").all()
+
+
+def test_noise_comparable_to_the_signal_warns():
+    # n mu = 1,000 for six coefficients in a loose box: no interval is reliable, and the
+    # package says so (measured over 10 seeds: it warned in every one)
+    data = natural_units(1000, 8)
+    with pytest.warns(ConvergenceWarning):
+        res = dpreg.dp_ols(FORMULA, data, mu=1, bounds=_bounds(), random_state=8)
+    assert not res.convergence.ok
+
+
+# ---------------------------------------------------------------- the warnings
+def test_unconverged_fit_warns_and_says_so_in_the_summary():
+    data = natural_units(2000, 6)
+    # the design as given, with the step set by the raw box: the path barely moves
+    with pytest.warns(ConvergenceWarning, match="reliable"):
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), condition="none",
+                           random_state=6)
+    assert not res.convergence.ok
+    assert "WARNING" in res.summary().as_text()
+
+
+def test_too_few_steps_warns():
+    data = natural_units(2000, 7)
+    with pytest.warns(ConvergenceWarning):
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), steps=30, lr=0.01,
+                           random_state=7)
+    assert res.convergence.unconverged or res.convergence.plugin_too_long
+
+
+# ---------------------------------------------------------------- the checks alone
+def test_length_ratio_false_alarm_is_below_one_in_a_thousand():
+    # at convergence the ratio is (c_RS / z) sqrt(int B^2): P(> 4) is about 3e-4
+    assert ratio_false_alarm(RATIO_LIMIT) < 1e-3
+    # and the typical ratio (the median of int B^2 is about 0.11) is near 1.2
+    assert 0.2 < ratio_false_alarm(1.2) < 0.8
+
+
+def test_check_path_flags_what_it_should():
+    names = ["a", "b", "c"]
+    se = np.array([1.0, 1.0, 1.0])
+    z, c = 1.96, 6.747
+    rs = se * np.array([0.4, 3.0, 0.02])  # ratios 1.4, 10, 0.07
+    rep = check_path(names, plugin_se=se, rs_scale=rs, rs_critical=c, plugin_critical=z)
+    assert rep.unconverged == ("b",) and rep.plugin_too_long == ("c",)
+    W = np.eye(3)
+    halves = (np.zeros(3), np.array([0.0, 0.0, 5 * np.sqrt(4 / 100)]))
+    rep = check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c, plugin_critical=z,
+                     halves=halves, W=W, steps=100, floor_se=se * np.array([1, 1.5, 1]))
+    assert rep.unconverged == ("c",) and rep.floor_decided == ("b",)
+    assert not check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c,
+                          plugin_critical=z).unconverged
