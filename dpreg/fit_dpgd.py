@@ -15,6 +15,7 @@ Wang (2018).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -175,15 +176,18 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     design = model.design
     n, p = design.nobs, design.k_exog
     _check_dpgd_options(opts)
-    pub = model._public_settings(opts)
+    # the public map of the columns into [-1, 1] (no preconditioner: full-batch steps
+    # on the conditioned rows are well scaled already); mapped back exactly below
+    cond = model.engine_coordinates(opts)
+    pub = model._public_settings(opts, cond, full_batch=True)
     split = _dpgd_split(opts.budget_split)
     runs, m, burn_in = int(opts.runs), int(opts.n_estimates), int(opts.burn_in)
     steps, reasons = _resolve_steps(opts, pub.lr)
     if opts.lr is None:
         reasons.insert(0, f"lr = {pub.lr:.4g}: {model.objective.family.lr_scale:g} / "
-                          "(hess_bound * x_bound^2), so that lr * lambda_max(X'X/n) <= 1 "
-                          "from public bounds alone (the paper's lr = 1/3 suits "
-                          "standardized covariates; pass lr=).")
+                          "(hess_bound * x_bound^2), so that lr * lambda_max(Z'Z/n) <= 1 "
+                          "from public bounds alone on the conditioned columns (the "
+                          "paper's lr = 1/3 suits standardized covariates; pass lr=).")
     upa_k = _check_layout(opts, steps)
     sens = 2.0 * pub.clip / n
 
@@ -206,9 +210,10 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     settings = GDSettings(steps=steps, clip=pub.clip, lr=pub.lr, noise_std=noise_std,
                           runs=runs)
     rng_path, rng_extra = np.random.default_rng(pub.seed).spawn(2)
-    out = run_dpgd(design.exog, design.endog, objective=model.objective, settings=settings,
-                   theta0=model._start(opts.start_params), rng=rng_path,
-                   progress=opts.progress)
+    out = run_dpgd(cond.design(design.exog), design.endog, objective=model.objective,
+                   settings=settings, theta0=cond.to_engine(model._start(opts.start_params)),
+                   rng=rng_path, progress=opts.progress)
+    out = dataclasses.replace(out, paths=cond.params(out.paths))
     names = design.exog_names
     inferences, params, ckpt_sd, notes = _dpgd_inference(out, opts, upa_k)
     estimates = inferences[opts.cov_type].estimates
@@ -226,6 +231,7 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
         "engine": "dpgd", "steps": steps, "runs": runs, "burn_in": burn_in,
         "n_estimates": m, "clip": pub.clip, "lr": pub.lr,
         "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
+        "conditioning": cond.description,
         "noise_std (lambda)": noise_std, "noise_multiplier": events[0].noise_multiplier,
         "aggregate": opts.aggregate,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),

@@ -224,24 +224,46 @@ class DPRegression:
         -------
         DPRegressionResults
 
+        condition : {"private", "bounds", "none"}
+            DP-SGD's coordinates (see the user guide's "Convergence, conditioning and
+            diagnostics"). ``"private"`` (default): numeric columns mapped into
+            ``[-1, 1]`` by their declared bounds, and the privatized gradient
+            preconditioned by a private second-moment matrix (5% of ``mu^2``, a ledger
+            row). ``"bounds"``: the public map only. ``"none"``: the design as given.
+            ``clip``, ``lr`` and ``x_bound`` refer to the coordinates the engine works
+            in.
+
+        Returns
+        -------
+        DPRegressionResults
+            With ``convergence``, the report of the free diagnostics (DP-SGD with
+            plug-in matrices).
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the diagnostics find the path unconverged (random-scaling interval over
+            4 times the plug-in's, or the two halves of the path disagree), the two
+            intervals in disagreement (ratio below 0.4), or the plug-in decided by the
+            private Hessian's eigenvalue floor. The summary repeats the warning.
+
         Notes
         -----
-        Defaults use public quantities only. ``batch_size`` and ``steps`` follow the
-        paper's regime ``c = m sqrt(T)/n = 1``: ``m = 1, T = n^2`` while ``n^2 <= 5e7``,
-        else ``m = ceil(n^2/5e7)`` and ``T = (n/m)^2`` (bounded work, same ``c``), and
-        never fewer than ``min(200 n, 5e7/m)`` steps (see
-        :func:`dpreg.engines.default_schedule`).
-        ``x_bound`` comes from the declared bounds (an intercept or a dummy column is
-        bounded by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's
-        declared bounds, so that a residual up to half the outcome's range is not
-        clipped. ``lr = lr_scale / kappa`` with ``kappa = hess_bound * x_bound^2`` (or
-        ``hess_bound * 2`` with Mallows weights) the public bound on a row's curvature;
-        ``lr_scale`` is 1 for the linear family, which makes every single-example step a
-        contraction, and 1/4 for families whose score is curved (the average of noisy
-        iterates is then biased in proportion to the step size; see
-        :class:`dpreg.families.Family`); larger steps let the noisy iterates wander into the clipping
-        region, where the path's effective Hessian is smaller than the plug-in's and
-        plug-in intervals undercover (measured in the validation runs).
+        Defaults use public quantities only. DP-SGD: batches of ``m = ceil(n / 200)``
+        rows (at least ``n^2 / 5e7``) and ``T = (n/m)^2`` steps, which keeps the paper's
+        ``c = m sqrt(T)/n = 1``, with at least ``min(200,000, 5e7 / m)`` steps (see
+        :func:`dpreg.engines.default_schedule`). ``x_bound`` comes from the declared
+        bounds of the conditioned columns (an intercept or a dummy column is bounded
+        by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's declared
+        bounds, so that a residual up to half the outcome's range is not clipped;
+        families with a bounded score clip at the score bound times ``x_bound``.
+        ``lr = lr_scale / (hess_bound (1 + p/m))`` with the preconditioner (the
+        batch's curvature is then about ``hess_bound``), ``lr_scale / (hess_bound
+        (1 + x_bound^2 / m))`` without; ``lr_scale`` is 1 for the linear family and
+        1/4 for families whose score is curved (the average of noisy iterates is then
+        biased in proportion to the step size; see :class:`dpreg.families.Family`).
+        Full-batch DP-GD and one-row LDP-SGD use ``lr_scale / (hess_bound *
+        x_bound^2)`` on the design as given.
         """
         from dpreg.options import check_known
 
@@ -421,9 +443,11 @@ class DPRegression:
                        "levels={column: [...]} (or a pandas Categorical) if they are "
                        "public", strict)
 
-    def _public_settings(self, opts: FitOptions, cond: Conditioning | None = None) -> _Public:
+    def _public_settings(self, opts: FitOptions, cond: Conditioning | None = None,
+                         full_batch: bool = False) -> _Public:
         """Clip, step size, batch size and steps from public quantities, in the
-        coordinates ``cond`` the engine works in (the design as given if ``None``)."""
+        coordinates ``cond`` the engine works in (the design as given if ``None``);
+        ``full_batch`` engines step on the mean over all rows."""
         design = self.design
         n, p = design.nobs, design.k_exog
         reasons = []
@@ -466,7 +490,7 @@ class DPRegression:
         steps = opts.steps or t_def
         if opts.lr is not None:
             lr = opts.lr
-        elif cond is None:  # full-batch and one-row engines on the design as given
+        elif cond is None or full_batch:  # one-row steps, or lambda_max(E z z') <= row_sq
             lr = obj.family.lr_scale / (obj.hess_bound * row_sq)
         else:
             # The curvature of a mean gradient over m conditioned rows: the population

@@ -125,7 +125,10 @@ class _LDPRun:
     # ------------------------------------------------------------------ data
     def update(self, X: np.ndarray, y: np.ndarray, n_dropped: int = 0) -> None:
         obj = self.model.objective
-        w = mallows_weights(X) if obj.mallows else np.ones(len(y))
+        # Mallows weights on the rows mapped into [-1, 1] by the declared bounds, as the
+        # model (and so the oracle) defines them (dpreg.conditioning)
+        w = (mallows_weights(self.model.conditioning.design(X)) if obj.mallows
+             else np.ones(len(y)))
         self.path.update(X, y, w)
         self.n_dropped += int(n_dropped)
 
