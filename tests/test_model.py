@@ -158,6 +158,7 @@ def test_missing_bounds_warn_and_strict_raises(small_frame):
         fit(small_frame, {"y": (-3, 5)}, strict=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)  # seeded on purpose
         fit(small_frame, {"y": (-3, 5)}, x_bound=2.0)  # explicit x_bound: no warning
 
 
@@ -171,7 +172,7 @@ def test_declared_outcome_bounds_clip_a_copy(small_frame, small_bounds):
 
 def test_array_front_end(small_frame):
     X = np.column_stack([np.ones(len(small_frame)), small_frame[["x", "d"]].to_numpy()])
-    model = dpreg.DPRegression(small_frame["y"], X,
+    model = dpreg.DPRegression(small_frame["y"], X, intercept=0,
                                bounds={"y": (-3, 5), "x2": (-1, 1), "x3": (0, 1)})
     res = model.fit(mu=1.0, random_state=0)
     assert list(res.params.index) == ["const", "x2", "x3"]
