@@ -200,6 +200,8 @@ def test_integer_seed_warns_and_no_seed_is_silent(small_frame):
         ols(small_frame, random_state=np.random.default_rng(0))
     with pytest.warns(SeedReuseWarning):
         dpreg.LDPStream("y ~ x", mu=1.0, random_state=2)
+    with pytest.warns(SeedReuseWarning):
+        ols(small_frame, random_state=np.random.SeedSequence(3))
     assert not issubclass(SeedReuseWarning, PrivacyLeakWarning)
 
 
