@@ -44,8 +44,9 @@ class Design:
     endog : ndarray of shape (n,)
         The outcome, float64, C-contiguous, finite, clipped to its declared bounds.
     exog : ndarray of shape (n, p)
-        The design matrix, float64, C-contiguous, finite, of full column rank, built
-        from data columns clipped to their declared bounds.
+        The design matrix, float64, C-contiguous, finite, built from data columns
+        clipped to their declared bounds. Its rank is not checked here (see the module
+        notes): :func:`check_identified` does that for oracles.
     endog_name : str
     exog_names : tuple of str
         Column names of the design matrix (patsy term names for formulas).

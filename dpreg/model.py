@@ -80,7 +80,9 @@ class DPRegression:
         every gradient without covariate bounds. Default: on for Huber and expectile (as
         in the ldp-sgd paper), off for linear and logistic.
     missing : {"drop", "raise"}
-        Drop rows with missing values (the count is reported) or raise.
+        Drop rows with missing values (the count is reported, and is public by
+        assumption: see the user guide's threat model) or raise. LDP-SGD sends such
+        rows as null rows (pure noise) and reports no count.
     bounds : dict, optional
         Public bounds ``{column: (lower, upper)}`` of the outcome and covariates. They are
         enforced by clipping. Bounds may never be read off the data: where one is

@@ -146,7 +146,11 @@ class Ledger:
     @property
     def rho_total(self) -> float:
         """zCDP total: ``total_mu^2 / 2`` (GDP view) for mu and (epsilon, delta)
-        requests; the rigorous :func:`zcdp_rho_upper` for rho requests."""
+        requests; the rigorous :func:`zcdp_rho_upper` for rho requests.
+
+        For subsampled events the GDP view is not a zCDP guarantee (zCDP gains nothing
+        from subsampling; :attr:`rho_rigorous` is the guarantee), which is why
+        :meth:`as_text` prints the rigorous value for them (:meth:`rho_line`)."""
         if self._request.unit == "rho":
             return self.rho_rigorous
         return self.total_mu ** 2 / 2.0
