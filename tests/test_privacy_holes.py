@@ -61,6 +61,18 @@ def test_replace_one_equivalent_numbers_of_the_issue():
     assert ledger.epsilon_gdp == pytest.approx(4.38, abs=0.01)
 
 
+def test_zero_out_is_accounted_as_add_remove():
+    from dpreg.privacy.accountants import rigorous_epsilon
+
+    def path(adjacency):
+        return Event("DP-SGD path", 1.0, 1.1, adjacency, "poisson", 10, 1000, 500)
+
+    assert rigorous_epsilon([path(ZERO_OUT)], 1e-5) == rigorous_epsilon([path("add/remove")],
+                                                                       1e-5)
+    with pytest.raises(OptionError, match="zero-out"):  # uniform sampling is replace-one
+        Event("DP-SGD path", 2.0, 2.2, ZERO_OUT, "uniform", 10, 1000, 500)
+
+
 def test_uniform_sampling_stays_replace_one_without_a_group_note(small_frame):
     res = ols(small_frame)
     assert set(res.ledger.to_frame()["adjacency"]) == {"replace-one"}
