@@ -47,15 +47,16 @@ def main(argv=None):
     print(f"n = {n:,d}, p = {p}: X is {X.nbytes / 2 ** 20:.0f} MiB")
     warnings.simplefilter("ignore", dpreg.PrivacyLeakWarning)
     # warm the numba caches on a small problem first
-    dpreg.DPRegression(y[:2000], X[:2000], bounds=bounds).fit(mu=1, random_state=0)
-    dpreg.DPRegression(y[:2000], X[:2000], family="huber").fit(
+    dpreg.DPRegression(y[:2000], X[:2000], bounds=bounds, intercept=0).fit(mu=1, random_state=0)
+    dpreg.DPRegression(y[:2000], X[:2000], family="huber", intercept=0).fit(
         mu=1, engine="ldp_sgd", random_state=0)
     res = measure("DP-SGD (linear, default schedule)",
-                  lambda: dpreg.DPRegression(y, X, bounds=bounds).fit(mu=1, random_state=1),
+                  lambda: dpreg.DPRegression(y, X, bounds=bounds, intercept=0).fit(
+                      mu=1, random_state=1),
                   X.nbytes)
     print(f"    batch {res.settings['batch_size']:,d}, steps {res.settings['steps']:,d}")
     measure("LDP-SGD (Huber, one pass)",
-            lambda: dpreg.DPRegression(y, X, family="huber").fit(
+            lambda: dpreg.DPRegression(y, X, family="huber", intercept=0).fit(
                 mu=1, engine="ldp_sgd", random_state=1), X.nbytes)
 
 

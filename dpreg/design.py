@@ -3,7 +3,13 @@
 A :class:`Design` is what every engine and every oracle consumes. It is built either
 from a formula (see :mod:`dpreg.formula`, the only module that imports patsy) or from
 arrays (:func:`design_from_arrays`). Validation happens here, at the boundary, so that
-kernels never see a NaN, an infinity or a rank-deficient matrix.
+kernels never see a NaN or an infinity.
+
+Identification (``n >= p``, full column rank) is a property of the private data: a
+private fit that refused to run on it would reveal it (a declared level with one row
+fits, its neighbour without that row would not). So only the non-private oracle checks
+it (:func:`check_identified`); private fits run and their summary says that the design
+may be degenerate (:func:`design_notes`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,16 @@ import pandas as pd
 
 from dpreg.exceptions import DataError, OptionError
 
-__all__ = ["Design", "design_from_arrays", "check_bounds", "MISSING_POLICIES"]
+__all__ = ["Design", "design_from_arrays", "check_bounds", "check_identified", "design_notes",
+           "MISSING_POLICIES", "BOUND_LIMIT", "INTERCEPT_NAMES"]
 
 MISSING_POLICIES = ("drop", "raise")
+#: Largest magnitude of a declared bound: sensitivities are products of two bounds,
+#: squared (e.g. ``clip^2`` with ``clip = x_bound (upper - lower) / 2``), and must stay
+#: representable in float64 (about 1.8e308) with room for p columns.
+BOUND_LIMIT = 1e50
+#: Column names that declare the intercept (a column of ones): patsy's and statsmodels'.
+INTERCEPT_NAMES = ("Intercept", "const")
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,13 +44,16 @@ class Design:
     endog : ndarray of shape (n,)
         The outcome, float64, C-contiguous, finite, clipped to its declared bounds.
     exog : ndarray of shape (n, p)
-        The design matrix, float64, C-contiguous, finite, of full column rank, built
-        from data columns clipped to their declared bounds.
+        The design matrix, float64, C-contiguous, finite, built from data columns
+        clipped to their declared bounds. Its rank is not checked here (see the module
+        notes): :func:`check_identified` does that for oracles.
     endog_name : str
     exog_names : tuple of str
         Column names of the design matrix (patsy term names for formulas).
     n_dropped : int
-        Rows dropped because of missing values (``missing="drop"``).
+        Rows dropped because of missing values (``missing="drop"``). For central fits
+        this count is public by assumption (see the threat model in the user guide);
+        local (LDP-SGD) fits never publish it: see :meth:`device_rows`.
     formula : str or None
     x_norm_bound : float or None
         Public bound on ``||x_i||_2`` implied by the declared bounds and the structure of
@@ -65,6 +81,14 @@ class Design:
     design_info, endog_info : patsy.DesignInfo or None
         How patsy built the columns of ``exog`` and ``endog`` (formulas only): used to
         build the same columns for new data (``predict``, chunks of a stream).
+    derived_bounds : dict
+        ``{term: (lower, upper)}`` bounds derived from declared bounds of raw columns
+        (e.g. ``np.log(w)`` from ``w``); listed in private summaries.
+    missing_rows : ndarray of bool or None
+        Positions (in the data as given) of the rows dropped for missing values, used
+        only to rebuild the rows in their order for LDP-SGD (:meth:`device_rows`).
+    missing : {"drop", "raise"}
+        The missing-value policy the design was built with.
     """
 
     endog: np.ndarray
@@ -82,6 +106,9 @@ class Design:
     endog_info: Any = field(default=None, repr=False)
     column_bounds: tuple = ()
     column_factors: tuple = ()
+    derived_bounds: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    missing_rows: np.ndarray | None = field(default=None, repr=False)
+    missing: str = "drop"
 
     @property
     def nobs(self) -> int:
@@ -93,8 +120,28 @@ class Design:
 
     @property
     def has_intercept(self) -> bool:
-        return any(np.all(self.exog[:, j] == 1.0) and name in ("Intercept", "const")
-                   for j, name in enumerate(self.exog_names))
+        """Whether a column is named as the intercept (``Intercept`` or ``const``).
+
+        Decided from the names alone, never from the values: a value would make the
+        output's ``df_model`` a statistic of the private data.
+        """
+        return any(name in INTERCEPT_NAMES for name in self.exog_names)
+
+    def device_rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(exog, endog)`` with every row of the data in its order, for LDP-SGD.
+
+        A row dropped for a missing value comes back as a null row (all covariates and
+        the outcome zero): its gradient and Hessian are zero for every family, so the
+        message its owner sends is pure noise, indistinguishable by the server from any
+        other. The server learns neither the count nor the positions of missing rows.
+        """
+        if self.missing_rows is None or not self.missing_rows.any():
+            return self.exog, self.endog
+        keep = ~self.missing_rows
+        X = np.zeros((len(keep), self.k_exog))
+        y = np.zeros(len(keep))
+        X[keep], y[keep] = self.exog, self.endog
+        return X, y
 
     def row_norm_bound(self) -> float | None:
         """Public bound on ``||x_i||_2`` from the declared bounds, or ``None``."""
@@ -115,8 +162,60 @@ def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
             raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, got {value!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
             raise OptionError(f"bounds[{key!r}] = ({lo}, {hi}) must be finite with lower < upper")
+        if max(abs(lo), abs(hi)) > BOUND_LIMIT:
+            raise OptionError(f"bounds[{key!r}] = ({lo:g}, {hi:g}) exceed {BOUND_LIMIT:g} in "
+                              "magnitude: sensitivities are products of bounds, squared, and "
+                              "would not be representable in float64; rescale the variable "
+                              "(e.g. to thousands or millions)")
         out[str(key)] = (lo, hi)
     return out
+
+
+def check_identified(design: "Design") -> None:
+    """Raise :class:`DataError` unless ``n >= p`` and the design has full column rank.
+
+    For the non-private oracle only: a private fit must not refuse on a property of the
+    private data (see the module notes).
+    """
+    check_finite_full_rank(design.endog, design.exog, design.endog_name, design.exog_names)
+
+
+def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
+    """Summary notes a private fit adds for its design; none depends on the private data
+    beyond what is public (n, p, the declared bounds and, for central fits, the count of
+    rows dropped for missing values).
+
+    Parameters
+    ----------
+    design : Design
+    local : bool
+        LDP-SGD: rows with missing values were sent as pure noise by their owners and
+        no count is published.
+    """
+    n, p = design.nobs, design.k_exog
+    notes = []
+    if n < p:
+        notes.append(f"The design is degenerate: n = {n} rows < p = {p} columns, so the "
+                     "coefficients are not identified; the engines' eigenvalue floors keep "
+                     "the fit finite.")
+    else:
+        notes.append("The design may be degenerate: its rank is not checked for private fits "
+                     "(a refusal would depend on the private data). Coefficients of "
+                     "collinear columns (e.g. a declared level with no rows) are not "
+                     "identified.")
+    if design.derived_bounds:
+        parts = ", ".join(f"{k} in [{lo:.4g}, {hi:.4g}]"
+                          for k, (lo, hi) in design.derived_bounds.items())
+        notes.append(f"Bounds derived from the declared bounds of raw columns: {parts}.")
+    if local and design.missing == "drop":
+        notes.append("Missing values: a row with one is sent by its owner as a null row "
+                     "(pure noise); the server learns neither their count nor their "
+                     "positions.")
+    elif not local and design.n_dropped:
+        notes.append(f"{design.n_dropped} row(s) with missing values were dropped. This "
+                     "count (and so n) is public by assumption: whether a person's values "
+                     "are missing is not protected.")
+    return tuple(notes)
 
 
 def check_missing(missing: str) -> str:
@@ -152,32 +251,53 @@ def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
     if n < p:
         raise DataError(f"more regressors ({p}) than rows ({n}): the model is not identified")
     # Collinearity: a column whose QR diagonal is negligible depends on the others. R is
-    # computed by blocks of rows (R of [R_prev; X_block]), so no copy of X is made.
-    r = _blocked_r(exog)
+    # computed by blocks of rows (R of [R_prev; X_block]). Columns are first divided by
+    # their largest magnitude (a power of two: exact), so that values near 1e300 do not
+    # overflow a norm and look collinear; rank is unchanged by column scaling.
+    colmax = np.max(np.abs(exog), axis=0)
+    unit = np.where(colmax > 0, np.exp2(np.ceil(np.log2(np.where(colmax > 0, colmax, 1.0)))),
+                    1.0)
+    r = _blocked_r(exog, unit)
     diag = np.abs(np.diag(r))
-    scale = np.linalg.norm(exog, axis=0)
+    scale = np.sqrt(np.diag(r.T @ r))  # column norms of the scaled X (R'R = X'X)
     tol = max(n, p) * np.finfo(float).eps * 1e3
-    dependent = [exog_names[j] for j in range(p) if diag[j] <= tol * max(scale[j], 1.0)]
+    dependent = [exog_names[j] for j in range(p)
+                 if colmax[j] == 0 or diag[j] <= tol * max(scale[j], 1.0)]
     if dependent:
         raise DataError(f"the design matrix is rank deficient: column(s) {dependent} are "
                         "linear combinations of earlier columns (perfect collinearity); "
                         "drop them or change the coding")
 
 
-def _blocked_r(X: np.ndarray, block: int = 1 << 16) -> np.ndarray:
-    """The R factor of ``X = QR`` (up to row signs) from blocks of rows (TSQR)."""
+def _blocked_r(X: np.ndarray, unit: np.ndarray, block: int = 1 << 16) -> np.ndarray:
+    """The R factor of ``X / unit = QR`` (up to row signs) from blocks of rows (TSQR);
+    no copy of the whole of ``X`` is made."""
     r = np.zeros((0, X.shape[1]))
     for start in range(0, X.shape[0], block):
-        r = np.linalg.qr(np.vstack([r, X[start:start + block]]), mode="r")
+        r = np.linalg.qr(np.vstack([r, X[start:start + block] / unit]), mode="r")
     return r
 
 
 def design_from_arrays(endog, exog, *, missing: str = "drop",
-                       bounds: Mapping[str, Any] | None = None) -> Design:
+                       bounds: Mapping[str, Any] | None = None,
+                       intercept: int | None = None) -> Design:
     """Build a :class:`Design` from array-like ``endog`` (n,) and ``exog`` (n, p).
 
-    Names come from a pandas Series/DataFrame if given, else ``y`` and ``x1..xp``
-    (``const`` for a column that is identically one, as statsmodels' ``add_constant``).
+    Parameters
+    ----------
+    endog : array-like of shape (n,)
+    exog : array-like of shape (n, p)
+        Names come from a pandas DataFrame's columns, else ``x1..xp``.
+    missing : {"drop", "raise"}
+    bounds : dict, optional
+        ``{name: (lower, upper)}`` public bounds, enforced by clipping.
+    intercept : int, optional
+        Index of the column that is the intercept: it is named ``const``. A DataFrame
+        column named ``const`` or ``Intercept`` (as ``statsmodels.add_constant`` makes)
+        is the intercept too. Never decided from the values: a column of ones is not
+        an intercept unless named or declared so (the output's names and ``df_model``
+        would otherwise depend on the private data). The intercept column is bounded by
+        1 (it is clipped to ``[-1, 1]``).
     """
     missing = check_missing(missing)
     bounds = check_bounds(bounds)
@@ -198,7 +318,15 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
         raise DataError(f"endog must be 1-D and exog 2-D with the same number of rows; got "
                         f"shapes {np.shape(endog)} and {np.shape(exog)}")
     if not isinstance(exog, pd.DataFrame):
-        names = ["const" if np.all(X[:, j] == 1.0) else f"x{j + 1}" for j in range(X.shape[1])]
+        names = [f"x{j + 1}" for j in range(X.shape[1])]
+    if intercept is not None:
+        if isinstance(intercept, bool) or not isinstance(intercept, (int, np.integer)) \
+                or not -X.shape[1] <= intercept < X.shape[1]:
+            raise OptionError(f"intercept must be the index of a column of exog (0 to "
+                              f"{X.shape[1] - 1}), got {intercept!r}")
+        names[intercept] = "const"
+        if names.count("const") > 1:
+            raise DataError("exog has a column named 'const' besides intercept=; rename it")
     nan_rows = np.isnan(y) | np.isnan(X).any(axis=1)
     if nan_rows.any():
         if missing == "raise":
@@ -209,10 +337,10 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
         y, X = y[~nan_rows], X[~nan_rows]
     y = np.array(y, dtype=float)
     X = np.array(X, dtype=float)
-    check_finite_full_rank(y, X, endog_name, tuple(names))
+    check_finite_full_rank(y, X, endog_name, tuple(names), rank=False)
     col_bounds = []
     for name in names:
-        if name == "const":
+        if name in INTERCEPT_NAMES:
             col_bounds.append(1.0)
         elif name in bounds:
             col_bounds.append(max(abs(v) for v in bounds[name]))
@@ -225,16 +353,22 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
                           f"known: {[endog_name] + names}")
     # declared bounds are enforced by clipping (copies; the caller's arrays are untouched)
     for j, name in enumerate(names):
-        if name in bounds:
+        if name in INTERCEPT_NAMES:
+            X[:, j] = np.clip(X[:, j], -1.0, 1.0)
+        elif name in bounds:
             X[:, j] = np.clip(X[:, j], *bounds[name])
     if endog_name in bounds:
         y = np.clip(y, *bounds[endog_name])
     x_norm = None if undeclared else math.sqrt(sum(b * b for b in col_bounds))
-    column_bounds = tuple((1.0, 1.0) if name == "const" else bounds.get(name)
-                          for name in names)
+    # the declared intercept (by name) is the column the conditioning centres against
+    intercept_col = next((j for j, name in enumerate(names) if name in INTERCEPT_NAMES), None)
+    column_bounds = tuple((1.0, 1.0) if j == intercept_col else bounds.get(name)
+                          for j, name in enumerate(names))
     return Design(endog=np.ascontiguousarray(y), exog=np.ascontiguousarray(X),
                   endog_name=endog_name, exog_names=tuple(names),
                   n_dropped=int(nan_rows.sum()), formula=None, x_norm_bound=x_norm,
                   endog_bounds=bounds.get(endog_name), undeclared=undeclared,
                   column_bounds=column_bounds,
-                  column_factors=tuple(() if name == "const" else (name,) for name in names))
+                  column_factors=tuple(() if j == intercept_col else (name,)
+                                       for j, name in enumerate(names)),
+                  missing_rows=nan_rows if nan_rows.any() else None, missing=missing)

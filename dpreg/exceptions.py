@@ -64,3 +64,16 @@ class PrivacyLeakError(DPRegError, ValueError):
 
 
 __all__.append("PrivacyLeakError")
+
+
+class SeedReuseWarning(UserWarning):
+    """A private fit was given a fixed seed (``random_state`` an integer).
+
+    A seed makes the privacy noise reproducible: it is for re-running the same fit on
+    the same data, never for a second release. Two releases on neighbouring data sets
+    with the same seed share their noise, which cancels in their difference and leaves
+    the exact change that one person made. Omit ``random_state`` for a release.
+    """
+
+
+__all__.append("SeedReuseWarning")

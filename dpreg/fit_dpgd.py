@@ -21,6 +21,7 @@ import math
 import numpy as np
 import pandas as pd
 
+from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import OptionError
@@ -378,7 +379,7 @@ def fit_adassp(model, opts, request) -> DPRegressionResults:
         note += f" {raised} eigenvalue(s) of X'X~ + lambda I were floored (post-processing)."
     inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
                                       note)}
-    notes = []
+    notes = list(design_notes(design))
     if out.ridge > 0:
         notes.append(f"AdaSSP ridge lambda = {out.ridge:.4g} > 0: the estimate is shrunk "
                      "towards 0 and the intervals do not include that bias.")

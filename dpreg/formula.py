@@ -6,13 +6,23 @@
 values handled by the ``missing`` policy. Term names flow to every output.
 
 What the formula reads off the data is recorded for the privacy layer: categories of
-categorical variables not declared with ``levels=`` (they show in the output's names),
-and stateful transforms (``standardize``, ``center``, splines), whose constants are
-statistics of the data.
+categorical variables not declared with ``levels=`` (they show in the output's names;
+a pandas Categorical's categories count as declared only through ``levels=``), and
+stateful transforms (``standardize``, ``center``, splines), whose constants are
+statistics of the data. Terms that read other rows in any other way (``I(x - x.mean())``,
+``I(x / x.max())``) are refused: each design is also built for a few rows alone and
+compared with the same rows of the full design (:func:`_check_rowwise`).
+
+Bounds. Declared bounds of data columns are enforced by clipping the columns before
+any term is computed; bounds of transformed terms are derived from them where that is
+sound (:mod:`dpreg.intervals`), or may be declared on a term used as a main effect,
+which is then clipped in the design. A bounds dict may name data columns a formula does
+not use, so one dict serves several models.
 """
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import re
@@ -23,7 +33,8 @@ import pandas as pd
 import patsy
 
 from dpreg.design import Design, check_bounds, check_finite_full_rank, check_missing
-from dpreg.exceptions import DataError, FormulaError, OptionError
+from dpreg.exceptions import DataError, FormulaError, OptionError, PrivacyLeakError
+from dpreg.intervals import derive_bounds
 
 __all__ = ["build_design", "build_exog", "build_chunk", "column_kinds", "capture_env"]
 
@@ -117,6 +128,13 @@ def _check_columns(formula: str, data: pd.DataFrame, levels) -> None:
     words = set(_WORD.findall(formula))
     for col in data.columns:
         s = data[col]
+        if str(col) in words and (pd.api.types.is_datetime64_any_dtype(s.dtype)
+                                  or pd.api.types.is_timedelta64_dtype(s.dtype)
+                                  or isinstance(s.dtype, pd.PeriodDtype)):
+            raise DataError(f"column {col!r} has dtype {s.dtype}, which is not a number: "
+                            "convert it to numbers with public bounds, e.g. days since a "
+                            "fixed date (df[col] - pd.Timestamp('2000-01-01')).dt.days, or "
+                            "to a categorical with declared levels=")
         if str(col) in words and pd.api.types.is_numeric_dtype(s.dtype) \
                 and not pd.api.types.is_bool_dtype(s.dtype):
             n_inf = int(np.isinf(s.to_numpy(dtype=float, na_value=np.nan)).sum())
@@ -129,17 +147,26 @@ def _check_columns(formula: str, data: pd.DataFrame, levels) -> None:
         values = s.dropna()
         numeric = pd.to_numeric(values, errors="coerce")
         bad = values[numeric.isna()]
+        if len(values) and not len(bad):
+            raise DataError(f"column {col!r} has dtype {s.dtype} but holds numbers: used as "
+                            "it is, each distinct value would become a dummy column with "
+                            "categories read off the data. Convert it with pandas.to_numeric "
+                            "(and declare its bounds=), or, if it is categorical, declare "
+                            "its categories with levels=")
         if len(values) and len(bad) and numeric.notna().mean() >= 0.9:
             raise DataError(f"column {col!r} mixes numbers and text (e.g. {bad.iloc[0]!r} in row "
                             f"{bad.index[0]!r}); convert it with pandas.to_numeric or, if it "
                             "is categorical, declare its categories with levels=")
 
 
-def _declared_categorical(s: pd.Series) -> bool:
-    return isinstance(s.dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(s.dtype)
+def _declared_categorical(s: pd.Series, col, levels) -> bool:
+    """Categories are public when declared with ``levels=`` or the column is boolean
+    (False/True). A pandas Categorical's own categories do not count: ``astype(
+    "category")`` reads them off the data."""
+    return col in (levels or {}) or pd.api.types.is_bool_dtype(s.dtype)
 
 
-def _read_off_data(design_infos, data: pd.DataFrame):
+def _read_off_data(design_infos, data: pd.DataFrame, levels=None):
     """Categorical variables whose categories came from the data, and stateful terms."""
     undeclared, stateful = [], []
     for di in design_infos:
@@ -149,7 +176,8 @@ def _read_off_data(design_infos, data: pd.DataFrame):
                 stateful.append(factor.name())
             if info.type == "categorical":
                 cols = [c for c in _WORD.findall(factor.name()) if c in data.columns]
-                if not cols or not all(_declared_categorical(data[c]) for c in cols):
+                if not cols or not all(_declared_categorical(data[c], c, levels)
+                                       for c in cols):
                     undeclared.append(factor.name())
     return tuple(dict.fromkeys(undeclared)), tuple(dict.fromkeys(stateful))
 
@@ -224,11 +252,23 @@ def _interval_product(intervals) -> tuple[float, float] | None:
     return (lo, hi)
 
 
-def _normalize_bounds(bounds, data: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Keys as patsy spells factors (``np.log(x+1)`` -> ``np.log(x + 1)``)."""
+def _normalize_bounds(bounds, data: pd.DataFrame,
+                      formula: str) -> dict[str, tuple[float, float]]:
+    """Keys as patsy spells factors (``np.log(x+1)`` -> ``np.log(x + 1)``). Bounds of
+    data columns the formula does not use are kept (they are harmless), so one dict can
+    serve several models."""
+    words = set(_WORD.findall(formula))
     out = {}
     for key, value in bounds.items():
-        name = key if key in data.columns else patsy.EvalFactor(key).name()
+        try:
+            name = key if key in data.columns else patsy.EvalFactor(key).name()
+        except (patsy.PatsyError, SyntaxError, ValueError, TypeError):
+            raise OptionError(f"bounds[{key!r}]: {key!r} is neither a column of the data "
+                              "nor a valid term") from None
+        if key in data.columns and key not in words:
+            if pd.api.types.is_numeric_dtype(data[key].dtype):
+                out[name] = value
+            continue
         if key in data.columns and not pd.api.types.is_numeric_dtype(data[key].dtype):
             raise OptionError(f"bounds[{key!r}]: {key!r} is categorical and needs no bounds "
                               "(its dummy columns are bounded by the coding); declare its "
@@ -242,9 +282,10 @@ def _prepare(formula: str, data: pd.DataFrame, bounds, levels, missing: str):
     checks, declared levels, clipping to declared bounds, the ``missing="raise"``
     check. Returns the transformed copy and the normalized bounds."""
     _check_columns(formula, data, levels)
-    bounds = _normalize_bounds(check_bounds(bounds), data)
+    bounds = _normalize_bounds(check_bounds(bounds), data, formula)
     data = _apply_levels(data, levels)
-    clipped = {c: data[c].clip(*bounds[c]) for c in bounds if c in data.columns}
+    clipped = {c: data[c].clip(*bounds[c]) for c in bounds
+               if c in data.columns and pd.api.types.is_numeric_dtype(data[c].dtype)}
     data = data.assign(**clipped) if clipped else data
     if missing == "raise":
         cols = _missing_columns(formula, data)
@@ -269,10 +310,16 @@ def build_design(formula: str, data, *, missing: str = "drop",
         Not modified: declared bounds and levels are applied to a copy.
     missing : {"drop", "raise"}
         Drop rows with a missing value in any variable of the model (the count is
-        reported) or raise :class:`~dpreg.exceptions.DataError`.
+        reported, and public by assumption in central fits; LDP-SGD sends such rows as
+        null rows, see :meth:`dpreg.design.Design.device_rows`) or raise
+        :class:`~dpreg.exceptions.DataError`.
     bounds : dict, optional
-        ``{variable: (lower, upper)}`` public bounds. Data columns are clipped to them;
-        keys may also name transformed factors such as ``"np.log(x)"``.
+        ``{variable: (lower, upper)}`` public bounds. Data columns are clipped to them
+        (columns the formula does not use may be named too); bounds of transformed
+        terms (``np.log(w)``, ``I(x1 * x2)``, ...) are derived from them where sound.
+        A key may also name a transformed term used as a main effect, e.g.
+        ``"np.log(x)"``: its design column is clipped. Other names raise
+        :class:`~dpreg.exceptions.OptionError` with the close matches.
     levels : dict, optional
         ``{column: [category, ...]}`` public categories of categorical columns. A value
         outside them is an error.
@@ -284,8 +331,17 @@ def build_design(formula: str, data, *, missing: str = "drop",
         (in patsy's sorted order, ``True`` for booleans) as 1; the outcome's name then
         says which level, e.g. ``"smoker[yes]"``.
     chunk : bool
-        The data are the first chunk of a stream: identification (``n >= p``, full
-        rank) is not required of it. Later chunks go through :func:`build_chunk`.
+        The data are the first chunk of a stream (later chunks go through
+        :func:`build_chunk`). Identification (``n >= p``, full rank) is never checked
+        here: it is a property of the private data, checked for oracles only
+        (:func:`dpreg.design.check_identified`).
+
+    Raises
+    ------
+    PrivacyLeakError
+        A term is not computed row by row (``I(x - x.mean())``).
+    DataError, FormulaError, OptionError
+        Bad data, formula or bounds; the message names the column or term.
     """
     if not isinstance(formula, str) or "~" not in formula:
         raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
@@ -297,9 +353,11 @@ def build_design(formula: str, data, *, missing: str = "drop",
         eval_env = patsy.EvalEnvironment.capture(eval_env + 1)
     env = eval_env.with_outer_namespace({"np": np})
     data, bounds = _prepare(formula, data, bounds, levels, missing)
+    data = data.reset_index(drop=True)  # patsy's output index = row positions
     y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
                              NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
-    y_info = y_df.design_info
+    y_info, design_info = y_df.design_info, X_df.design_info
+    _check_rowwise(y_info, design_info, data, y_df, X_df)
     if binary_outcome and y_df.shape[1] == 2:
         y_df = y_df.iloc[:, [1]]
     if y_df.shape[1] != 1:
@@ -310,24 +368,178 @@ def build_design(formula: str, data, *, missing: str = "drop",
     exog_names = tuple(str(c) for c in X_df.columns)
     y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
     X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
-    check_finite_full_rank(y, X, endog_name, exog_names, rank=not chunk)
-    design_info = X_df.design_info
-    x_norm, undeclared = _row_norm_bound(design_info, bounds)
-    column_bounds, column_factors = _column_bounds(design_info, bounds)
-    undeclared_levels, stateful = _read_off_data([y_info, design_info], data)
+    # identification (n >= p, rank) is checked only for oracles: see dpreg.design
+    check_finite_full_rank(y, X, endog_name, exog_names, rank=False)
     lhs_factors = [f.name() for t in y_info.terms for f in t.factors]
-    variables = set(lhs_factors) | {f.name() for t in design_info.terms for f in t.factors}
-    unknown = [k for k in bounds if k not in variables and k not in data.columns]
-    if unknown:
-        raise OptionError(f"bounds name {unknown}, which the formula does not use as a "
-                          f"variable; variables in the model: {sorted(variables)}")
-    endog_bounds = bounds.get(lhs_factors[0]) if len(lhs_factors) == 1 else None
+    _check_bound_names(bounds, data, y_info, design_info)
+    term_bounds = _enforce_term_bounds(bounds, data, y_info, design_info, y, X)
+    derived = _derived_bounds(bounds, data, [y_info, design_info])
+    effective = {**derived, **bounds}
+    x_norm, undeclared = _row_norm_bound(design_info, effective)
+    column_bounds, column_factors = _column_bounds(design_info, effective)
+    undeclared_levels, stateful = _read_off_data([y_info, design_info], data, levels)
+    endog_bounds = effective.get(lhs_factors[0]) if len(lhs_factors) == 1 else None
+    missing_rows = np.ones(len(data), dtype=bool)
+    missing_rows[X_df.index.to_numpy()] = False
+    used = {k: v for k, v in derived.items()
+            if k not in term_bounds and _uses(k, y_info, design_info)}
     return Design(endog=y, exog=X, endog_name=endog_name, exog_names=exog_names,
                   n_dropped=len(data) - len(y), formula=formula, x_norm_bound=x_norm,
                   endog_bounds=endog_bounds, undeclared=undeclared,
                   undeclared_levels=undeclared_levels, stateful=stateful,
-                  design_info=design_info, endog_info=y_info,
-                  column_bounds=column_bounds, column_factors=column_factors)
+                  design_info=design_info, endog_info=y_info, derived_bounds=used,
+                  missing_rows=missing_rows if missing_rows.any() else None,
+                  missing=missing, column_bounds=column_bounds,
+                  column_factors=column_factors)
+
+
+def _uses(name: str, *infos) -> bool:
+    return any(f.name() == name for info in infos for t in info.terms for f in t.factors)
+
+
+# ---------------------------------------------------------------------- row-wise terms
+_AGGREGATE = re.compile(
+    r"(?:\b(?:np|numpy|pd|math|statistics)\.\w+|[A-Za-z_][\w.]*\."
+    r"(?:mean|median|std|var|max|min|sum|quantile|mad|sem|count|nunique|mode|rank|cumsum|"
+    r"cumprod|cummax|cummin|shift|diff|pct_change|abs\(\)\.max|prod|idxmax|idxmin))"
+    r"\([^()]*\)")
+_REDUCERS = ("mean", "median", "std", "var", "max", "min", "sum", "amax", "amin", "ptp",
+             "percentile", "quantile", "average", "nanmean", "nanmedian", "nanstd", "nanvar",
+             "nanmax", "nanmin", "nansum", "prod", "cumsum", "sort", "argsort", "diff",
+             "fmean", "pstdev", "stdev")
+
+
+def _public_spelling(term: str) -> str:
+    """``term`` with its data-wide statistics replaced by public constants c1, c2, ...
+
+    >>> _public_spelling("I((x - np.median(x)) / np.std(x))")
+    'I((x - c1) / c2)'
+    """
+    count = 0
+
+    def sub(match):
+        nonlocal count
+        text = match.group(0)
+        head = text.split("(")[0]
+        if re.match(r"(np|numpy|pd|math|statistics)\.", head) and \
+                head.split(".")[-1] not in _REDUCERS:
+            return text  # a row-wise function such as np.log: keep it
+        count += 1
+        return f"c{count}"
+
+    out = _AGGREGATE.sub(sub, term)
+    return out if count else "I((x - 50) / 10)"
+
+
+def _check_rowwise(y_info, design_info, data: pd.DataFrame, y_df, X_df) -> None:
+    """Refuse terms that are not computed row by row.
+
+    The design of a few rows alone (the first, middle and last kept rows, each on its
+    own) must equal the same rows of the full design: a term such as
+    ``I(x - x.mean())`` or ``I(x / x.max())`` reads other rows of the private data, and
+    its coefficient would release that statistic without a mechanism paying for it.
+    Raises :class:`~dpreg.exceptions.PrivacyLeakError` naming the term and its spelling
+    with public constants.
+    """
+    kept = X_df.index.to_numpy()
+    if len(kept) == 0:
+        return
+    ys_full, Xs_full = y_df.to_numpy(dtype=float), X_df.to_numpy(dtype=float)
+    for k in sorted({0, len(kept) // 2, len(kept) - 1}):
+        row = data.iloc[[int(kept[k])]]
+        try:
+            ys, Xs = patsy.build_design_matrices([y_info, design_info], row,
+                                                 NA_action=patsy.NAAction(NA_types=[]),
+                                                 return_type="matrix")
+        except Exception as err:  # noqa: BLE001 - any failure on one row is the finding
+            raise PrivacyLeakError(
+                f"the formula cannot be evaluated on one row alone ({type(err).__name__}: "
+                f"{str(err).splitlines()[0]}): some term reads other rows of the data. "
+                "Write every transformation with public constants, e.g. "
+                "I((x - 50) / 10)") from None
+        for info, full, alone in ((y_info, ys_full[k], np.asarray(ys)[0]),
+                                  (design_info, Xs_full[k], np.asarray(Xs)[0])):
+            same = np.isclose(full, alone, rtol=1e-9, atol=1e-12, equal_nan=True)
+            if same.all():
+                continue
+            bad = np.flatnonzero(~same)
+            for term, cols in info.term_slices.items():
+                if any(cols.start <= j < cols.stop for j in bad):
+                    name = term.name()
+                    raise PrivacyLeakError(
+                        f"the term {name!r} is not computed row by row: on a row alone it "
+                        "differs from the same row of the full design, so it reads other "
+                        "rows of the private data (a mean, maximum, scale, ...) and its "
+                        "coefficient would release that statistic unpaid. Use public "
+                        f"constants instead: {_public_spelling(name)}, with each c a number "
+                        "fixed without looking at these data")
+
+
+# ---------------------------------------------------------------------- bounds of terms
+def _check_bound_names(bounds, data: pd.DataFrame, y_info, design_info) -> None:
+    """A bound must name a data column or a term of the formula (close matches shown)."""
+    variables = {f.name() for info in (y_info, design_info) for t in info.terms
+                 for f in t.factors}
+    unknown = [k for k in bounds if k not in variables and k not in data.columns]
+    if unknown:
+        known = sorted(variables | {str(c) for c in data.columns})
+        hints = {k: difflib.get_close_matches(k, known, n=3) for k in unknown}
+        hint = "; ".join(f"{k!r}: did you mean {m}?" for k, m in hints.items() if m)
+        raise OptionError(f"bounds name {unknown}, which is neither a column of the data nor "
+                          f"a term of the formula{' (' + hint + ')' if hint else ''}; terms "
+                          f"of the model: {sorted(variables)}")
+
+
+def _enforce_term_bounds(bounds, data, y_info, design_info, y, X) -> dict:
+    """Clip the design columns of transformed terms with declared bounds (in place).
+
+    A declared bound on a transformed factor (``bounds={"np.log(w)": (0, 1)}``) is
+    enforced on the column of the term that is that factor alone (or on the outcome).
+    Where the factor also enters an interaction, its values inside the product cannot be
+    clipped from the design: refuse, and point at the raw columns' bounds.
+    """
+    out = {}
+    for info, target in ((y_info, None), (design_info, X)):
+        for factor, finfo in info.factor_infos.items():
+            name = factor.name()
+            if name not in bounds or name in data.columns:
+                continue
+            terms = [t for t in info.terms if factor in t.factors]
+            mixed = [t.name() for t in terms if len(t.factors) > 1]
+            raw = [c for c in _WORD.findall(name) if c in data.columns]
+            if finfo.type != "numerical" or finfo.num_columns != 1 or mixed:
+                where = f"the interaction(s) {mixed}" if mixed else "a multi-column term"
+                raise OptionError(
+                    f"bounds[{name!r}] is declared on a transformed term used in {where}: it "
+                    "cannot be enforced there by clipping. Declare bounds of the raw "
+                    f"column(s) {raw} instead (bounds of {name!r} are then derived from "
+                    "them where that is sound)")
+            lo, hi = bounds[name]
+            if target is None:
+                np.clip(y, lo, hi, out=y)
+            else:
+                for term in terms:
+                    cols = info.term_slices[term]
+                    target[:, cols] = np.clip(target[:, cols], lo, hi)
+            out[name] = (lo, hi)
+    return out
+
+
+def _derived_bounds(bounds, data: pd.DataFrame, infos) -> dict[str, tuple[float, float]]:
+    """Bounds of numerical factors that are not data columns, derived soundly from the
+    declared bounds of the columns they read (:func:`dpreg.intervals.derive_bounds`)."""
+    raw = {c: v for c, v in bounds.items() if c in data.columns}
+    out = {}
+    for info in infos:
+        for factor, finfo in info.factor_infos.items():
+            name = factor.name()
+            if finfo.type != "numerical" or finfo.num_columns != 1 or name in bounds \
+                    or name in data.columns:
+                continue
+            derived = derive_bounds(getattr(factor, "code", name), raw)
+            if derived is not None:
+                out[name] = derived
+    return out
 
 
 def capture_env(eval_env: int = 0):
@@ -347,7 +559,7 @@ def build_exog(design_info, data) -> np.ndarray:
 def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,
                 levels: Mapping[str, Sequence] | None,
                 dtypes: Mapping[str, str]) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(endog, exog, n_dropped)`` of a later chunk of a stream, with the template's columns.
+    """``(endog, exog, n_null)`` of a later chunk of a stream, with the template's columns.
 
     The chunk goes through the same checks as the first one (column names, infinities,
     text in numeric columns, declared levels and bounds, missing values), and its
@@ -355,6 +567,11 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
     (``{column: "numeric" | "other"}``): a column that turns from numbers into text
     between chunks is an error, not a silent recoding. The caller's frame is not
     modified.
+
+    With ``missing="drop"`` every row of the chunk is returned in its order: a row with
+    a missing value becomes a null row (zeros), whose gradient is zero, so its owner's
+    message is pure noise (local DP: nothing about the row leaves the device un-noised).
+    ``n_null`` counts them for the device side only; it must not be published.
     """
     data = _plain_dtypes(_check_frame(data))
     formula = template.formula
@@ -367,9 +584,11 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
                         f"{changed}, before {[dtypes[c] for c in changed]}); convert them "
                         "before streaming")
     data, _ = _prepare(formula, data, bounds, levels, missing)
+    data = data.reset_index(drop=True)
     plan = _numeric_plan(template, data)
     if plan is not None:
         y, X = _numeric_columns(plan, data)
+        keep = _numeric_keep(plan, data)
     else:
         y_df, X_df = _patsy_call(patsy.build_design_matrices,
                                  [template.endog_info, template.design_info], data,
@@ -379,9 +598,16 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
             y_df = y_df.iloc[:, [1]]
         y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
         X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+        keep = np.zeros(len(data), dtype=bool)
+        keep[X_df.index.to_numpy()] = True
     if len(y):
         check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
-    return y, X, len(data) - len(y)
+    n_null = int(len(keep) - keep.sum())
+    if n_null:
+        y_all, X_all = np.zeros(len(keep)), np.zeros((len(keep), X.shape[1]))
+        y_all[keep], X_all[keep] = y, X
+        y, X = y_all, X_all
+    return y, X, n_null
 
 
 def _numeric_plan(template: Design, data: pd.DataFrame):
@@ -418,7 +644,7 @@ def _numeric_plan(template: Design, data: pd.DataFrame):
 
 def _numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Outcome and design matrix by the plan of :func:`_numeric_plan`; rows with a
-    missing value in a used column are dropped (``missing="raise"`` was checked)."""
+    missing value in a used column are left out (``missing="raise"`` was checked)."""
     y_col, terms = plan
     used = list(dict.fromkeys([y_col] + [c for cols in terms for c in cols]))
     values = {c: data[c].to_numpy(dtype=float, na_value=np.nan) for c in used}
@@ -430,6 +656,13 @@ def _numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
             col = col * values[c][keep]
         X[:, j] = col
     return np.ascontiguousarray(values[y_col][keep]), X
+
+
+def _numeric_keep(plan, data: pd.DataFrame) -> np.ndarray:
+    """Mask of the rows :func:`_numeric_columns` keeps (no missing value in a used column)."""
+    y_col, terms = plan
+    used = list(dict.fromkeys([y_col] + [c for cols in terms for c in cols]))
+    return ~data[used].isna().to_numpy().any(axis=1)
 
 
 def _kind(s: pd.Series) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpreg.conditioning import Conditioning, default_conditioning, identity_conditioning
-from dpreg.design import Design, design_from_arrays
+from dpreg.design import Design, design_from_arrays, design_notes
 from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, get_family, mallows_weights
@@ -34,6 +34,7 @@ from dpreg.inference.diagnostics import attach_report, path_report
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import FitOptions
 from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.disclosure import adjacency_notes, sampling_adjacency, warn_fixed_seed
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import calibrate_dpsgd
 from dpreg.privacy.ledger import Ledger
@@ -84,11 +85,16 @@ class DPRegression:
         every gradient without covariate bounds. Default: on for Huber and expectile (as
         in the ldp-sgd paper), off for linear and logistic.
     missing : {"drop", "raise"}
-        Drop rows with missing values (the count is reported) or raise.
+        Drop rows with missing values (the count is reported, and is public by
+        assumption: see the user guide's threat model) or raise. LDP-SGD sends such
+        rows as null rows (pure noise) and reports no count.
     bounds : dict, optional
         Public bounds ``{column: (lower, upper)}`` of the outcome and covariates. They are
         enforced by clipping. Bounds may never be read off the data: where one is
         missing a :class:`~dpreg.exceptions.PrivacyLeakWarning` says what default is used.
+    intercept : int, optional
+        Index of the column of ``exog`` that is the intercept (named ``const``). A
+        DataFrame column named ``const`` counts too; values never decide it.
 
     See Also
     --------
@@ -97,11 +103,12 @@ class DPRegression:
 
     def __init__(self, endog, exog, *, family: str = "linear", c: float | None = None,
                  tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
-                 bounds: Mapping[str, Any] | None = None, _design: Design | None = None):
+                 bounds: Mapping[str, Any] | None = None, intercept: int | None = None,
+                 _design: Design | None = None):
         self.family: Family = get_family(family)
         self.c, self.tau, self.mallows = _family_constants(self.family, c, tau, weights)
         self.design = _design if _design is not None else design_from_arrays(
-            endog, exog, missing=missing, bounds=bounds)
+            endog, exog, missing=missing, bounds=bounds, intercept=intercept)
         self.family.check_y(self.design.endog, self.design.endog_name)
         X = self.design.exog
         self.conditioning = default_conditioning(self.design)
@@ -177,7 +184,9 @@ class DPRegression:
             ``m`` (the expected batch size under Poisson sampling). Default: see Notes.
         sampling : {"uniform", "poisson"}
             Fixed-size sampling without replacement (replace-one adjacency) or Poisson
-            sampling with rate ``m/n`` (add/remove adjacency).
+            sampling with rate ``m/n``: zero-out adjacency with n public (a row replaced
+            by a null row); a replace-one change is then protected at ``2 mu`` (group
+            privacy), which the summary reports.
         steps : int, optional
             ``T``. Default: see Notes.
         clip : float, optional
@@ -194,7 +203,11 @@ class DPRegression:
             "score": 0.1}``; ``{"path": 1.0}`` spends nothing on plug-in matrices
             (random scaling without finite-sample correction).
         random_state : int or numpy.random.Generator, optional
-            Seed. If omitted a seed is drawn and printed in the summary.
+            Seed of the privacy noise, for reproducing a run on the same data. If
+            omitted, fresh OS entropy is used and nothing is stored or printed (the safe
+            default for a release). An integer seed gives a
+            :class:`~dpreg.exceptions.SeedReuseWarning`: never reuse it for a second
+            release, since the same noise on neighbouring data cancels.
         progress : bool
             Progress bar for long runs.
         strict : bool
@@ -269,6 +282,7 @@ class DPRegression:
 
         check_known(options)
         opts = FitOptions(**options)
+        warn_fixed_seed(opts.random_state)
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
         design = self.design
@@ -282,7 +296,7 @@ class DPRegression:
         cond = self.engine_coordinates(opts)
         pub = self._public_settings(opts, cond)
         split = opts.split()
-        adjacency = "replace-one" if opts.sampling == "uniform" else "add/remove"
+        adjacency = sampling_adjacency(opts.sampling)
         factor = 2.0 if adjacency == "replace-one" else 1.0
         sens = {PATH: factor * pub.clip,
                 PRECONDITIONER: factor * pub.row_sq_bound / n,
@@ -336,7 +350,7 @@ class DPRegression:
         report = path_report(design.exog_names, inferences, cond.params(out.params),
                              out.trajectory_steps, cond.params(out.trajectory_avg),
                              settings.steps, extras)
-        notes: tuple[str, ...] = ()
+        notes: tuple[str, ...] = adjacency_notes(ledger)
         cov_type = opts.cov_type
         if "cov_type" not in options and report is not None and report.floor_decided \
                 and not report.unconverged:
@@ -418,8 +432,10 @@ class DPRegression:
 
     def fit_oracle(self) -> DPRegressionResults:
         """The non-private fit of the same model (see :func:`dpreg.oracle`)."""
+        from dpreg.design import check_identified
         from dpreg.oracle import fit_oracle
 
+        check_identified(self.design)  # private fits never refuse on the data's rank
         return fit_oracle(self.design, self.objective)
 
     # ------------------------------------------------------------------------------
@@ -440,8 +456,8 @@ class DPRegression:
         if design.undeclared_levels:
             self._leak(f"the categories of {list(design.undeclared_levels)} were read from "
                        "the data; they appear in the output's names. Declare them with "
-                       "levels={column: [...]} (or a pandas Categorical) if they are "
-                       "public", strict)
+                       "levels={column: [...]} if they are public (a pandas "
+                       "Categorical's categories count only when declared there)", strict)
 
     def _public_settings(self, opts: FitOptions, cond: Conditioning | None = None,
                          full_batch: bool = False) -> _Public:
@@ -450,7 +466,7 @@ class DPRegression:
         ``full_batch`` engines step on the mean over all rows."""
         design = self.design
         n, p = design.nobs, design.k_exog
-        reasons = []
+        reasons = list(design_notes(design, local=opts.engine == "ldp_sgd"))
         obj = self.objective
         row_bound = design.row_norm_bound() if cond is None else cond.norm_bound
         x_bound = opts.x_bound or row_bound

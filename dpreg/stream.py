@@ -37,6 +37,7 @@ from dpreg.inference.random_scaling import rs_inference
 from dpreg.model import DPRegression, _family_constants
 from dpreg.options import FitOptions, check_known
 from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
@@ -243,14 +244,13 @@ def fit_ldp_sgd(model, opts: FitOptions, request: PrivacyRequest) -> DPRegressio
         raise OptionError("diagnostics=True is not available for engine='ldp_sgd' (rows "
                           "are privatized by their owners; nothing unprivatized exists)")
     run = _LDPRun(model, opts, request)
-    X, y = model.design.exog, model.design.endog
+    X, y = model.design.device_rows()  # a row with a missing value sends pure noise
     block = 1 << 17
     with tqdm(total=len(y), disable=not opts.progress, desc="LDP-SGD", unit="row",
               leave=False) as bar:
         for start in range(0, len(y), block):
             run.update(X[start:start + block], y[start:start + block])
             bar.update(min(block, len(y) - start))
-    run.n_dropped = model.design.n_dropped
     return run.results()
 
 
@@ -272,7 +272,10 @@ class LDPStream:
         are read from the first chunk, and a later chunk with another category fails.
     missing : {"raise", "drop"}
         Default ``"raise"``: a chunk with a missing value fails (and the stream is
-        unchanged); ``"drop"`` drops such rows and counts them.
+        unchanged); the error names the column, so it is for whoever holds the chunk.
+        ``"drop"``: the row's owner sends a null row (pure noise) in its place, so the
+        server learns neither the count nor the positions of missing values; the row
+        carries no information and counts in ``nobs`` (one message per person).
     eval_env : int
         Frames above the caller in which the formula's functions are looked up.
     **options
@@ -316,6 +319,7 @@ class LDPStream:
         if not isinstance(formula, str) or "~" not in formula:
             raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
         self._opts = FitOptions(engine="ldp_sgd", **options)
+        warn_fixed_seed(self._opts.random_state)
         self._request = PrivacyRequest.from_options(
             mu=self._opts.mu, epsilon=self._opts.epsilon, delta=self._opts.delta,
             rho=self._opts.rho)
@@ -352,14 +356,12 @@ class LDPStream:
         if self._run is None:
             self._start(data)
             return self
-        y, X, dropped = build_chunk(self._run.model.design, data, missing=self._missing,
-                                    bounds=self._bounds, levels=self._levels,
-                                    dtypes=self._kinds)
+        # rows with a missing value come back as null rows (pure noise): no count is kept
+        y, X, _ = build_chunk(self._run.model.design, data, missing=self._missing,
+                              bounds=self._bounds, levels=self._levels, dtypes=self._kinds)
         if len(y):
             self._family.check_y(y, self._run.model.design.endog_name)
-            self._run.update(X, y, dropped)
-        else:
-            self._run.n_dropped += dropped
+            self._run.update(X, y)
         return self
 
     def _start(self, data: pd.DataFrame) -> None:
@@ -370,7 +372,7 @@ class LDPStream:
         model._check_design_privacy(self._opts.strict)
         kinds = column_kinds(self._formula, data)
         run = _LDPRun(model, self._opts, self._request)
-        run.update(design.exog, design.endog, design.n_dropped)
+        run.update(*design.device_rows())
         self._run, self._kinds = run, kinds
 
     def consume(self, source, *, chunksize: int = 100_000,

@@ -281,7 +281,8 @@ def _adassp_model(seed, n=2000):
     rng = np.random.default_rng(seed)
     X = np.column_stack([np.ones(n), rng.uniform(-1, 1, size=(n, 2))])
     y = np.clip(X @ np.array([0.5, 1.0, -0.7]) + rng.normal(0, 0.5, n), -3, 3)
-    return DPRegression(y, X, bounds={"y": (-3, 3), "x2": (-1, 1), "x3": (-1, 1)})
+    return DPRegression(y, X, intercept=0,
+                        bounds={"y": (-3, 3), "x2": (-1, 1), "x3": (-1, 1)})
 
 
 def test_adassp_fit_ledger_and_results(seed):

@@ -177,7 +177,7 @@ def test_declared_outcome_bounds_clip_a_copy(small_frame, small_bounds):
 
 def test_array_front_end(small_frame):
     X = np.column_stack([np.ones(len(small_frame)), small_frame[["x", "d"]].to_numpy()])
-    model = dpreg.DPRegression(small_frame["y"], X,
+    model = dpreg.DPRegression(small_frame["y"], X, intercept=0,
                                bounds={"y": (-3, 5), "x2": (-1, 1), "x3": (0, 1)})
     res = model.fit(mu=1.0, random_state=0)
     assert list(res.params.index) == ["const", "x2", "x3"]

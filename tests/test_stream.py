@@ -84,10 +84,12 @@ def test_bad_chunk_fails_clearly_and_leaves_the_stream_intact(frame, spoil, matc
     _same(stream.results(), clean.results())
 
 
-def test_missing_drop_counts_rows(frame):
+def test_missing_drop_sends_noise_rows_and_publishes_no_count(frame):
+    # issue 15: under local DP a row with a missing value is sent as a null row (pure
+    # noise) by its owner; the server learns neither the count nor the positions
     holes = frame.assign(x1=frame["x1"].where(frame.index % 10 != 3))
     res = _stream(missing="drop").consume([holes.iloc[:3000], holes.iloc[3000:]]).results()
-    assert res.n_dropped == 600 and res.nobs == 5400
+    assert res.n_dropped == 0 and res.nobs == 6000
 
 
 def test_ledger_states_the_local_guarantee_and_the_plugin_once(frame):

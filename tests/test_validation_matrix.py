@@ -39,6 +39,13 @@ def ols(df=None, formula="y ~ x", **kw):
     return lambda: dpreg.dp_ols(formula, BASE if df is None else df, **{**OK, **kw})
 
 
+def oracle(df=None, formula="y ~ x", **kw):
+    """Identification (n >= p, full rank) is checked by the oracle only (issue 15)."""
+    return lambda: dpreg.oracle(formula, BASE if df is None else df,
+                                **{"bounds": OK["bounds"], **kw})
+
+
+
 CASES = {
     # data
     "nan outcome, missing=raise": (ols(frame(y=([3], np.nan)), missing="raise"), DataError, "'y': 1"),
@@ -49,10 +56,19 @@ CASES = {
     "text in numeric column": (ols(frame(x=([7], "abc"))), DataError, "mixes numbers and text"),
     "text outcome": (ols(formula="g ~ x"), DataError, "not numeric"),
     "empty frame": (ols(BASE.iloc[:0]), DataError, "no rows"),
-    "one row": (ols(BASE.iloc[:1]), DataError, "more regressors"),
-    "p > n": (ols(BASE.iloc[:3], formula="y ~ x + b + g + x:b"), DataError, "more regressors"),
-    "constant column with intercept": (ols(frame(k=(slice(None), 1.0)), formula="y ~ x + k"), DataError, "'k'"),
-    "collinear columns": (ols(BASE.assign(x2=2 * BASE.x), formula="y ~ x + x2"), DataError, "x2"),
+    "oracle: one row": (oracle(BASE.iloc[:1]), DataError, "more regressors"),
+    "oracle: p > n": (oracle(BASE.iloc[:3], formula="y ~ x + b + g + x:b"), DataError, "more regressors"),
+    "oracle: constant column with intercept": (oracle(frame(k=(slice(None), 1.0)), formula="y ~ x + k"), DataError, "'k'"),
+    "oracle: collinear columns": (oracle(BASE.assign(x2=2 * BASE.x), formula="y ~ x + x2"), DataError, "x2"),
+    "outcome bounds near 1e301": (ols(bounds={"y": (-1e301, 1e301), "x": (-1, 1)}), OptionError, "bounds['y']"),
+    "object column holding numbers": (ols(BASE.assign(x=BASE.x.astype(object))), DataError, "dtype object but holds numbers"),
+    "datetime column": (ols(BASE.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(N), "D")), formula="y ~ x + t"), DataError, "datetime64"),
+    "term reading other rows (mean)": (ols(formula="y ~ I(x - x.mean())"), PrivacyLeakError, "I(x - c1)"),
+    "term reading other rows (max)": (ols(formula="y ~ I(x / x.max())"), PrivacyLeakError, "I(x / x.max())"),
+    "term reading other rows (median, std)": (ols(formula="y ~ I((x - np.median(x)) / np.std(x))"), PrivacyLeakError, "I((x - c1) / c2)"),
+    "bounds on a transformed term in an interaction": (ols(BASE.assign(w=np.exp(BASE.x)), formula="y ~ x + np.log(w):x", bounds={"y": (-4, 4), "x": (-1, 1), "np.log(w)": (-1, 1)}), OptionError, "raw column(s) ['w']"),
+    "bounds on a misspelt column": (ols(bounds={"y": (-4, 4), "xx": (-1, 1)}), OptionError, "did you mean ['x']"),
+    "intercept index out of range": (lambda: dpreg.DPRegression(np.ones(5), np.ones((5, 1)), intercept=3), OptionError, "intercept"),
     "duplicate column names": (ols(pd.concat([BASE, BASE[["x"]]], axis=1)), DataError, "duplicate"),
     "not a DataFrame": (lambda: dpreg.dp_ols("y ~ x", [1, 2, 3], mu=1), DataError, "DataFrame"),
     "missing column": (ols(formula="y ~ nope"), FormulaError, "nope"),

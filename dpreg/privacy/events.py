@@ -32,13 +32,18 @@ import dp_accounting
 from dpreg.exceptions import OptionError
 from dpreg.privacy.gdp import dpsgd_mu, gaussian_mu
 
-__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES"]
+__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES", "ZERO_OUT"]
 
-ADJACENCIES = ("replace-one", "add/remove")
+#: A row replaced by a null row (one whose gradient and Hessian are zero) while the
+#: number of rows n stays public: what Poisson-sampled DP-SGD with a public n provides.
+#: Accountants analyse it as add/remove (a null row contributes what an absent row
+#: would); a replace-one change is two zero-out changes (group privacy: 2 mu).
+ZERO_OUT = "zero-out (n public)"
+ADJACENCIES = ("replace-one", "add/remove", ZERO_OUT)
 SAMPLINGS = ("none", "uniform", "poisson")
 SCOPES = ("central", "local")
-# The scheme each sampling is analysed under (GDP CLT and dp_accounting alike).
-_SAMPLING_ADJACENCY = {"uniform": "replace-one", "poisson": "add/remove"}
+# The schemes each sampling is analysed under (GDP CLT and dp_accounting alike).
+_SAMPLING_ADJACENCY = {"uniform": ("replace-one",), "poisson": ("add/remove", ZERO_OUT)}
 
 
 def _finite_positive(name, value):
@@ -68,11 +73,14 @@ class GaussianMechanismEvent:
         the largest distance between the outputs on two neighbouring data sets.
     noise_std : float
         Standard deviation of the Gaussian noise per coordinate per release.
-    adjacency : {"replace-one", "add/remove"}
+    adjacency : {"replace-one", "add/remove", "zero-out (n public)"}
+        ``"zero-out (n public)"`` (:data:`ZERO_OUT`): one row replaced by a null row
+        with n unchanged and public; accounted as add/remove.
     sampling : {"none", "uniform", "poisson"}
         ``"uniform"``: a fixed-size batch of ``sample_size`` rows drawn without
         replacement (analysed under replace-one); ``"poisson"``: each row joins with
-        probability ``sample_size / population`` (analysed under add/remove).
+        probability ``sample_size / population`` (analysed under add/remove, or
+        zero-out when n is public).
     sample_size : int or float, optional
         m for ``"uniform"`` (integer), expected batch size q n for ``"poisson"``.
     population : int, optional
@@ -136,9 +144,10 @@ class GaussianMechanismEvent:
             raise OptionError(f"sample_size must be in (0, population={self.population}]; "
                               f"got {self.sample_size!r}")
         wanted = _SAMPLING_ADJACENCY[self.sampling]
-        if self.adjacency != wanted:
-            raise OptionError(f"sampling={self.sampling!r} is analysed under adjacency="
-                              f"{wanted!r} only; got adjacency={self.adjacency!r}")
+        if self.adjacency not in wanted:
+            raise OptionError(f"sampling={self.sampling!r} is analysed under adjacency "
+                              f"{' or '.join(map(repr, wanted))} only; got "
+                              f"adjacency={self.adjacency!r}")
 
     @property
     def noise_multiplier(self) -> float:

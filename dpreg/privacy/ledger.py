@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpreg.exceptions import BudgetExceededError, OptionError
 from dpreg.privacy.accountants import rigorous_epsilon, zcdp_rho_upper
-from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.events import ZERO_OUT, GaussianMechanismEvent
 from dpreg.privacy.gdp import mu_to_epsilon
 from dpreg.privacy.request import PrivacyRequest, _fmt
 
@@ -146,7 +146,11 @@ class Ledger:
     @property
     def rho_total(self) -> float:
         """zCDP total: ``total_mu^2 / 2`` (GDP view) for mu and (epsilon, delta)
-        requests; the rigorous :func:`zcdp_rho_upper` for rho requests."""
+        requests; the rigorous :func:`zcdp_rho_upper` for rho requests.
+
+        For subsampled events the GDP view is not a zCDP guarantee (zCDP gains nothing
+        from subsampling; :attr:`rho_rigorous` is the guarantee), which is why
+        :meth:`as_text` prints the rigorous value for them (:meth:`rho_line`)."""
         if self._request.unit == "rho":
             return self.rho_rigorous
         return self.total_mu ** 2 / 2.0
@@ -156,6 +160,33 @@ class Ledger:
         """The smallest rho for which all events are rho-zCDP (no amplification by
         subsampling: see :func:`zcdp_rho_upper`)."""
         return zcdp_rho_upper(self._events) if self._events else 0.0
+
+    @property
+    def replace_one_equivalent(self) -> tuple[float, float] | None:
+        """``(mu, epsilon)`` that protect a replace-one change when the events are
+        accounted under zero-out adjacency (Poisson sampling with n public), else ``None``.
+
+        A replace-one change (row x to row x') is two zero-out changes (x to a null
+        row, the null row to x'), so by group privacy of GDP the fit is ``2 mu``-GDP
+        for it (Dong, Roth and Su 2022, s.2.5); epsilon is that ``2 mu`` converted at
+        :attr:`delta` (GDP view, as the CLT total it doubles). At mu = 1, delta = 1e-5
+        epsilon grows from about 4.4 to about 10.
+        """
+        if not self._events or self._events[0].adjacency != ZERO_OUT:
+            return None
+        mu2 = 2.0 * self.total_mu
+        return mu2, mu_to_epsilon(mu2, self._delta)
+
+    def rho_line(self) -> str:
+        """The zCDP line of :meth:`as_text`: the rigorous rho wherever a step is
+        subsampled (zCDP does not improve with subsampling), so that no figure is
+        read as a zCDP guarantee that does not hold."""
+        if self._request.unit == "rho":
+            return f"zCDP rho: {self.rho_rigorous:.4g} (rigorous)"
+        if any(e.is_subsampled for e in self._events):
+            return (f"zCDP rho: {self.rho_rigorous:.4g} (rigorous; subsampling gives no "
+                    "zCDP amplification, so this is far above mu^2/2)")
+        return f"zCDP rho: {self.rho_total:.4g} (exact for unsampled Gaussians: mu^2/2)"
 
     # ------------------------------------------------------------------ output
     def to_frame(self) -> pd.DataFrame:
@@ -192,10 +223,14 @@ class Ledger:
             f"Total mu (GDP composition, CLT for subsampled steps): {self.total_mu:.4g}",
             f"(epsilon, delta) rigorous: ({eps:.4g}, {d})   "
             f"[GDP-CLT: ({self.epsilon_gdp:.4g}, {d})]",
-            f"zCDP rho: {self.rho_total:.4g}"
-            + (" (GDP view mu^2/2)" if self._request.unit != "rho" else " (rigorous)"),
+            self.rho_line(),
             f"Accountant for the rigorous (epsilon, delta): {name}",
         ]
+        equivalent = self.replace_one_equivalent
+        if equivalent is not None:
+            lines.append(f"Adjacency {ZERO_OUT}: a row replaced by a null row. Replace-one "
+                         f"equivalent (group privacy, 2 mu): mu = {equivalent[0]:.4g}, "
+                         f"epsilon = {equivalent[1]:.4g} at delta = {d} (GDP view)")
         return "\n".join(lines)
 
     def __repr__(self) -> str:

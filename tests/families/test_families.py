@@ -202,6 +202,7 @@ def test_summary_names_family_constants():
     sim = _sim(500)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
+        warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)  # seeded on purpose
         res = dpreg.dp_expectile(sim.formula, sim.data, tau=0.8, mu=1, random_state=0)
     text = res.summary().as_text()
     assert "Expectile (c = 1.345, tau = 0.8), Mallows weights" in text
