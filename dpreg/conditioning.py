@@ -18,10 +18,9 @@ is linear in the covariates.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import itertools
 import math
+from dataclasses import dataclass
 
 import numpy as np
 

@@ -22,15 +22,15 @@ from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
+from dpreg.inference.diagnostics import attach_report, path_report
 from dpreg.inference.plugin import (
-    second_moment_matrix,
     floor_eigenvalues,
     hessian_matrix,
     path_variance,
     plugin_inference,
     score_matrix,
+    second_moment_matrix,
 )
-from dpreg.inference.diagnostics import attach_report, path_report
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import FitOptions
 from dpreg.privacy.calibration import calibrate_to_budget

@@ -171,5 +171,7 @@ def test_check_path_flags_what_it_should():
     rep = check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c, plugin_critical=z,
                      halves=halves, W=W, steps=100, floor_se=se * np.array([1, 1.5, 1]))
     assert rep.unconverged == ("c",) and rep.floor_decided == ("b",)
+    assert list(rep.halves_z) == names and list(rep.floor_change) == names
+    assert rep.halves_z["c"] == pytest.approx(5.0)
     assert not check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c,
                           plugin_critical=z).unconverged

@@ -122,22 +122,23 @@ def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
     """
     names = list(names)
     ratio = (rs_critical * np.asarray(rs_scale)) / (plugin_critical * np.asarray(plugin_se))
-    unconverged = {n for n, r in zip(names, ratio) if r > RATIO_LIMIT}
-    too_long = [n for n, r in zip(names, ratio) if r < RATIO_LOWER]
+    unconverged = {n for n, r in zip(names, ratio, strict=True) if r > RATIO_LIMIT}
+    too_long = [n for n, r in zip(names, ratio, strict=True) if r < RATIO_LOWER]
     z = {}
     if halves is not None and W is not None and steps:
         first, second = halves
         sd = np.sqrt(np.maximum(4.0 * np.diag(W) / steps, np.finfo(float).tiny))
         zs = (np.asarray(second) - np.asarray(first)) / sd
-        z = dict(zip(names, zs.tolist()))
+        z = dict(zip(names, zs.tolist(), strict=True))
         unconverged |= {n for n, v in z.items() if abs(v) > HALVES_LIMIT}
     change = {}
     if floor_se is not None:
         rel = np.abs(np.asarray(floor_se) / np.asarray(plugin_se) - 1.0)
-        change = dict(zip(names, rel.tolist()))
+        change = dict(zip(names, rel.tolist(), strict=True))
     floor_decided = [n for n, v in change.items() if v > FLOOR_SENSITIVITY]
     return ConvergenceReport(
-        length_ratio=dict(zip(names, ratio.tolist())), halves_z=z, floor_change=change,
+        length_ratio=dict(zip(names, ratio.tolist(), strict=True)), halves_z=z,
+        floor_change=change,
         unconverged=tuple(n for n in names if n in unconverged),
         floor_decided=tuple(floor_decided),
         plugin_too_long=tuple(too_long))
@@ -153,8 +154,9 @@ def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
     expansion of the Brownian bridge), so the false-alarm probability is
     ``P(int B^2 > (limit z / c_RS)^2)``.
     """
-    from dpreg.inference.pivot import rs_pivot
     from scipy import stats
+
+    from dpreg.inference.pivot import rs_pivot
 
     rng = np.random.default_rng(seed)
     k = np.arange(1, terms + 1)
