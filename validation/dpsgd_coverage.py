@@ -33,7 +33,7 @@ def one_rep(n, m, sampling, mu, cov, seed):
         warnings.simplefilter("ignore", dpreg.PrivacyLeakWarning)
         res = dpreg.dp_ols(sim.formula, sim.data, mu=mu, batch_size=m, sampling=sampling,
                            x_bound=X_BOUND, clip=CLIP, bounds={"y": (-Y_BOUND, Y_BOUND)},
-                           random_state=seed + 1)
+                           condition="none", random_state=seed + 1)  # the recorded design
     truth = sim.params.to_numpy()
     out = {}
     for method in ("plugin", "rs"):

@@ -83,8 +83,8 @@ def one_rep(seed):
     rows = []
     for kappa in KAPPAS:
         steps = int(round(N ** kappa))
-        res = model.fit(mu=MU, steps=steps, x_bound=X_BOUND, clip=CLIP,
-                        random_state=next(seeds))
+        res = model.fit(mu=MU, steps=steps, x_bound=X_BOUND, clip=CLIP, batch_size=1,
+                        condition="none", random_state=next(seeds))  # the paper's DP-SGD
         ci = res.conf_int(0.05, method="plugin").to_numpy()
         rows.append(_row("dpsgd_plugin", steps, res.params.to_numpy(), ci[:, 0], ci[:, 1],
                          theta, kappa))
