@@ -48,7 +48,8 @@ class ContrastResults:
         random-scaling joint test.
     pvalue : float or ndarray
     effect : ndarray or None
-        ``R theta - q`` (t tests).
+        ``R theta`` (t tests; the statistic is ``(effect - q) / sd``, the interval is
+        about ``effect``, as in statsmodels).
     sd : ndarray or None
         Scale of ``effect``: its standard error, except for random scaling, where it is
         the random-scaling scale (not a standard error; see ``is_standard_error``).
@@ -189,7 +190,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
 
     R, q = linear_constraint(results.params.index, r_matrix)
     src, inf, center, cov = _source(results, method)
-    effect = R @ center - q
+    effect = R @ center - q  # the departure from H0 (statsmodels' ``effect`` is R theta)
     n_r = R.shape[0]
     if np.linalg.matrix_rank(R) < n_r:
         raise OptionError(f"the {n_r} restrictions in r_matrix are not linearly independent")
@@ -199,7 +200,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
         t = effect / sd
         dist = ("rs" if src == "rs" else "t" if isinstance(law, StudentLaw) else "norm")
         return ContrastResults(distribution=dist, statistic=t,
-                               pvalue=law.two_sided_pvalue(t), method=name, effect=effect,
+                               pvalue=law.two_sided_pvalue(t), method=name, effect=R @ center,
                                sd=sd, df_denom=law.df if dist == "t" else None,
                                critical=law.critical_value,
                                note="random-scaling pivot (exact law)" if src == "rs" else "")
