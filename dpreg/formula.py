@@ -13,8 +13,10 @@ statistics of the data.
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
+import types
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -441,9 +443,12 @@ def design_prototype(design_info) -> dict:
     columns: dict[str, Any] = {}
     for factor, info in design_info.factor_infos.items():
         env = info.state.get("eval_env") if isinstance(info.state, dict) else None
-        known = {k for ns in getattr(env, "_namespaces", []) for k in ns}
+        # names the code found in the formula's namespace as functions or modules (data
+        # columns shadow the namespace in patsy, so other values may be columns)
+        known = {k for ns in getattr(env, "_namespaces", []) for k, v in ns.items()
+                 if callable(v) or isinstance(v, types.ModuleType)}
         words = [w for w in _IDENT.findall(getattr(factor, "code", factor.name()))
-                 if w not in known]
+                 if w not in known and not hasattr(builtins, w)]
         for word in words:
             if info.type == "categorical":
                 columns[word] = tuple(info.categories)
