@@ -511,6 +511,13 @@ class DPRegressionResults:
             "Accountant:": acct,
         }, ncols=1)
 
+    def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        """The coefficient table of :meth:`summary` as a DataFrame (estimates, standard
+        errors, statistics, p-values and intervals of every method with a column)."""
+        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
+            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        return self._params_frame(float(alpha))
+
     def _params_frame(self, alpha: float) -> pd.DataFrame:
         lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
         cols = {"coef": self.params.to_numpy()}
