@@ -32,7 +32,7 @@ from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.iterates import IterateInference
 from dpreg.inference.pivot import rs_pivot
-from dpreg.inference.rs_joint import RSInference, contrast_scale_matrix, rs_joint_law
+from dpreg.inference.rs_joint import P_FLOOR, RSInference, contrast_scale_matrix, rs_joint_law
 
 __all__ = ["ContrastResults", "restriction_test", "contrast_scales"]
 
@@ -73,6 +73,10 @@ class ContrastResults:
         self.df_denom = df_denom
         self.note = note
         self.is_standard_error = distribution not in ("rs", "rs_F")
+        #: True when ``pvalue`` is the random-scaling table's floor (the p-value is at
+        #: most this value; see :data:`dpreg.inference.rs_joint.P_FLOOR`).
+        self.pvalue_is_bound = bool(distribution == "rs_F" and np.all(
+            np.asarray(pvalue) <= P_FLOOR * (1 + 1e-9)))
         self._critical = critical
         if effect is not None:
             self.tvalue = statistic
@@ -116,7 +120,8 @@ class ContrastResults:
             smry.add_text(f"Inference: {self.method}. {self.note}".strip())
             return smry
         if self.distribution in ("F", "rs_F"):
-            return (f"<F test ({self.method}): F={self.statistic!r}, p={self.pvalue}, "
+            p = f"<={P_FLOOR:g}" if self.pvalue_is_bound else f"={self.pvalue}"
+            return (f"<F test ({self.method}): F={self.statistic!r}, p{p}, "
                     f"df_denom={_g(self.df_denom)}, df_num={_g(self.df_num)}>")
         return (f"<Wald test (chi2, {self.method}): statistic={self.statistic}, "
                 f"p-value={self.pvalue}, df_denom={_g(self.df_denom)}>")

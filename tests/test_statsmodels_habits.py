@@ -179,6 +179,9 @@ def test_private_joint_tests(private_ols):
     from dpreg.inference.rs_joint import rs_joint_law
 
     assert joint.pvalue == pytest.approx(float(rs_joint_law.sf(joint.statistic, 2)))
+    assert joint.pvalue_is_bound == (joint.pvalue <= 1e-4)
+    far = res.f_test("x = 100, d = -100", method="rs")
+    assert far.pvalue_is_bound and "p<=0.0001" in str(far)
     with pytest.raises(OptionError, match="t tests"):
         joint.conf_int()
 
