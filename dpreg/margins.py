@@ -63,8 +63,11 @@ class Margins:
         return np.column_stack([self.margeff - half, self.margeff + half])
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
-        """statsmodels' columns: ``dy/dx, Std. Err., z, Pr(>|z|), Conf. Int. Low,
-        Cont. Int. Hi.`` (sic)."""
+        """The effects as a DataFrame with statsmodels' column names.
+
+        The columns are ``dy/dx``, ``Std. Err.``, ``z``, ``Pr(>|z|)``, ``Conf. Int. Low``
+        and ``Cont. Int. Hi.`` (statsmodels' spelling).
+        """
         ci = self.conf_int(alpha)
         return pd.DataFrame({"dy/dx": self.margeff, "Std. Err.": self.margeff_se,
                              "z": self.tvalues, "Pr(>|z|)": self.pvalues,
