@@ -35,8 +35,8 @@ PRIVATE_ATTRIBUTES = {
     "ssr": None, "ess": None, "centered_tss": None, "uncentered_tss": None,
     "mse_model": None, "mse_resid": None, "mse_total": None, "scale": None,
     "condition_number": None, "eigenvals": None,
-    "fvalue": "f_test() of the slopes, e.g. f_test(' , '.join(f'{n} = 0' for n in names))",
-    "f_pvalue": "f_test() of the slopes",
+    "fvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
+    "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
     "influence": None, "outlier_test": None, "get_influence": None,
 }
 

@@ -273,3 +273,43 @@ def test_rs_only_fit_has_joint_tests_without_covariance(spector):
     assert res.t_test("GPA = 0").pvalue[0] == pytest.approx(res.pvalues["GPA"], rel=1e-10)
     with pytest.raises(OptionError, match="method"):
         res.t_test("GPA = 0", method="plugin")
+
+
+def test_dpgd_tests_use_the_m_estimates(private_ols):
+    from scipy import stats
+
+    from tests.conftest import SMALL_BOUNDS
+
+    _, frame = private_ols
+    res = dpreg.dp_ols("y ~ x + d", frame, mu=2.0, bounds=SMALL_BOUNDS, engine="dpgd",
+                       steps=220, random_state=3)
+    inf = res.inferences[res.cov_type]
+    est = np.asarray(inf.estimates)
+    m = est.shape[0]
+    t = res.t_test("x = 0")
+    assert t.distribution == "t" and t.df_denom == m - 1
+    assert t.pvalue[0] == pytest.approx(res.pvalues["x"], rel=1e-10)
+    np.testing.assert_allclose(t.conf_int(), res.conf_int().loc[["x"]], rtol=1e-10)
+    # Hotelling's T^2 of the m estimates, written out
+    R = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    dev = R @ est.mean(axis=0)
+    S = np.cov(est @ R.T, rowvar=False) / m
+    T2 = dev @ np.linalg.solve(S, dev)
+    F = (m - 2) / (2 * (m - 1)) * T2
+    f = res.f_test("x = 0, d = 0")
+    assert (f.df_num, f.df_denom) == (2, m - 2)
+    assert f.statistic == pytest.approx(F, rel=1e-10)
+    assert f.pvalue == pytest.approx(stats.f.sf(F, 2, m - 2), rel=1e-10)
+
+
+def test_ldp_stream_results_support_tests(private_ols):
+    _, frame = private_ols
+    stream = dpreg.LDPStream("y ~ x + d", mu=2.0, bounds={"y": (-3, 5), "x": (-1, 1),
+                                                         "d": (0, 1)}, random_state=1)
+    stream.partial_fit(frame)
+    res = stream.results()
+    assert res.t_test("x = 0", method="rs").pvalue[0] == pytest.approx(
+        res.pvalues_by("rs")["x"], rel=1e-10)
+    assert res.f_test("x = 0, d = 0", method="rs").distribution == "rs_F"
+    with pytest.raises(OptionError, match="covariance matrix"):
+        res.f_test("x = 0, d = 0", method="batch_means")
