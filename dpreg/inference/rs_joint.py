@@ -21,11 +21,14 @@ becomes a matrix correction for a contrast matrix ``R``: with ``S_t = R (V/n + W
 (the target variance, Theorem 2) and ``S_p = R (m W / n) R'`` (what ``E Q`` estimates up
 to the random factor ``int B B'``),
 
-    R Q~ R'  ->  L_t L_p^{-1} (R Q~ R') L_p^{-T} L_t',
+    R Q~ R'  ->  K (R Q~ R') K',    K = (S_t S_p^{-1})^{1/2}
 
-``L`` the Cholesky factors. For one restriction this is ``rho_R R Q~ R'`` with
-``rho_R = S_t / S_p``, and for ``R = e_j`` exactly the scalar correction ``rho_j``, so a
-joint test of one coefficient agrees with the coefficient's random-scaling p-value.
+(the principal square root; ``K S_p K' = S_t``). For one restriction this is
+``rho_R R Q~ R'`` with ``rho_R = S_t / S_p``, and for ``R = e_j`` exactly the scalar
+correction ``rho_j``, so a joint test of one coefficient agrees with the coefficient's
+random-scaling p-value. Because ``K`` is equivariant (``A R`` gives ``A K A^{-1}``), the
+corrected statistic does not depend on how the same hypothesis is written (rows
+reordered or combined).
 
 References
 ----------
@@ -94,13 +97,17 @@ def contrast_scale_matrix(inf: RSInference, R: np.ndarray) -> np.ndarray:
     G = R @ inf.matrix @ R.T
     if inf.target is None or inf.path_cov is None:
         return (G + G.T) / 2
-    try:
-        Lt = np.linalg.cholesky(R @ inf.target @ R.T)
-        Lp = np.linalg.cholesky(R @ inf.path_cov @ R.T)
-    except np.linalg.LinAlgError:
+    St, Sp = R @ inf.target @ R.T, R @ inf.path_cov @ R.T
+    vals, vecs = np.linalg.eigh((Sp + Sp.T) / 2)
+    if not np.all(vals > 0):
         raise OptionError("the restriction matrix is rank deficient: its rows must be "
-                          "linearly independent") from None
-    K = Lt @ np.linalg.inv(Lp)
+                          "linearly independent")
+    sp_half = (vecs * np.sqrt(vals)) @ vecs.T
+    sp_ihalf = (vecs / np.sqrt(vals)) @ vecs.T
+    C = sp_ihalf @ St @ sp_ihalf
+    cvals, cvecs = np.linalg.eigh((C + C.T) / 2)
+    c_half = (cvecs * np.sqrt(np.clip(cvals, 0.0, None))) @ cvecs.T
+    K = sp_half @ c_half @ sp_ihalf  # principal square root of St Sp^{-1}
     out = K @ G @ K.T
     return (out + out.T) / 2
 

@@ -102,3 +102,29 @@ def test_contrast_correction_reduces_to_the_scalar_correction():
     assert contrast_scale_matrix(inf, R)[0, 0] == pytest.approx((rho * (R @ Qm @ R.T)).item())
     uncorrected = RSInference("rs", np.ones(3), rs_pivot, False, matrix=Qm)
     np.testing.assert_allclose(contrast_scale_matrix(uncorrected, np.eye(3)), Qm)
+
+
+def test_corrected_statistic_does_not_depend_on_how_h0_is_written():
+    rng = np.random.default_rng(2)
+
+    def spd():
+        A = rng.normal(size=(4, 4))
+        return A @ A.T + 0.5 * np.eye(4)
+
+    inf = RSInference("rs", np.ones(4), rs_pivot, False, matrix=spd(), target=spd(),
+                      path_cov=spd())
+    d_theta = rng.normal(size=4)
+    R = rng.normal(size=(2, 4))
+    A = np.array([[2.0, 1.0], [-1.0, 3.0]])  # the same hypothesis, rows combined
+
+    def stat(Rm):
+        d = Rm @ d_theta
+        return d @ np.linalg.solve(contrast_scale_matrix(inf, Rm), d)
+
+    assert stat(A @ R) == pytest.approx(stat(R), rel=1e-10)
+    assert stat(R[::-1]) == pytest.approx(stat(R), rel=1e-10)
+    # and the corrected matrix maps the path variance onto the target: K Sp K' = St
+    K_G = contrast_scale_matrix(RSInference("rs", np.ones(4), rs_pivot, False,
+                                            matrix=inf.path_cov, target=inf.target,
+                                            path_cov=inf.path_cov), R)
+    np.testing.assert_allclose(K_G, R @ inf.target @ R.T, rtol=1e-10)
