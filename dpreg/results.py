@@ -251,7 +251,7 @@ class DPRegressionResults:
         if isinstance(exog, dict) and transform and self.formula is not None:
             return self._exog_matrix(pd.DataFrame(exog, index=None if any(
                 np.ndim(v) for v in exog.values()) else [0]))
-        labels = list(exog.index) if isinstance(exog, pd.Series) else None
+        labels = list(exog.index) if isinstance(exog, pd.DataFrame) else None
         try:
             X = np.asarray(exog, dtype=float)
         except (TypeError, ValueError):
