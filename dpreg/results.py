@@ -229,11 +229,12 @@ class DPRegressionResults:
         """``nobs`` minus the number of coefficients."""
         return self.nobs - len(self._names)
 
-    def _exog_matrix(self, exog, transform: bool = True) -> tuple[np.ndarray, list]:
+    def _exog_matrix(self, exog, transform: bool = True,
+                     name: str = "exog") -> tuple[np.ndarray, list]:
         """Design rows for ``exog`` and their labels (a DataFrame goes through the
-        formula when ``transform``)."""
+        formula when ``transform``); ``name`` is the parameter named in errors."""
         if exog is None:
-            raise OptionError("exog is required: a Results object holds no data, so pass "
+            raise OptionError(f"{name} is required: a Results object holds no data, so pass "
                               "the (public) rows to predict for")
         if isinstance(exog, pd.DataFrame) and transform and self.formula is not None:
             design_info = self._design_info or self._rebuild_design_info()
@@ -250,17 +251,18 @@ class DPRegressionResults:
             return exog.to_numpy(dtype=float), list(exog.index)
         if isinstance(exog, dict) and transform and self.formula is not None:
             return self._exog_matrix(pd.DataFrame(exog, index=None if any(
-                np.ndim(v) for v in exog.values()) else [0]))
+                np.ndim(v) for v in exog.values()) else [0]), name=name)
         labels = list(exog.index) if isinstance(exog, pd.DataFrame) else None
         try:
             X = np.asarray(exog, dtype=float)
         except (TypeError, ValueError):
-            raise DataError("exog must be a DataFrame of the formula's variables or a "
+            raise DataError(f"{name} must be a DataFrame of the formula's variables or a "
                             "numeric design matrix") from None
         if X.ndim == 1:
             X = X[None, :] if X.shape[0] == len(self._names) else X[:, None]
         if X.ndim != 2 or X.shape[1] != len(self._names):
-            raise DataError(f"exog has {X.shape[-1]} columns; the model has "
+            width = X.shape[-1] if X.ndim else 0
+            raise DataError(f"{name} has {width} columns; the model has "
                             f"{len(self._names)}: {self._names}")
         if labels is None or len(labels) != X.shape[0]:
             labels = list(range(X.shape[0]))

@@ -13,7 +13,7 @@ import statsmodels.api as sm
 import statsmodels.formula.api as smf
 
 import dpreg
-from dpreg.exceptions import OptionError, PrivateStatisticError
+from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 
 RTOL = 1e-8
 FORMULA = "GRADE ~ GPA + TUCE + PSI"
@@ -263,6 +263,16 @@ def test_bad_restrictions_and_options(private_ols):
         res.f_test("x = 0, 2 * x = 0")
     with pytest.raises(OptionError, match="method"):
         res.t_test("x = 0", method="batch_means")
+    with pytest.raises(DataError, match="at has 0 columns"):
+        res.get_margeff(at=123)
+    with pytest.raises(OptionError, match="at must be"):
+        res.get_margeff(at="middle")
+    with pytest.raises(OptionError, match="atexog"):
+        res.get_margeff(at="zero", atexog={"nope": 1.0})
+    with pytest.raises(OptionError, match="dydx"):
+        res.get_margeff(at="zero", method="eyex")
+    with pytest.raises(DataError, match="exog has 2 columns"):
+        res.get_prediction(np.ones((1, 2)))
 
 
 def test_rs_only_fit_has_joint_tests_without_covariance(spector):
