@@ -153,3 +153,28 @@ def test_summary_rule_lines_match_the_table_width(fitted):
     title = res.summary().as_text().splitlines()[0]
     width = _rules_match_rows(res.summary().as_text())[1]
     assert abs(len(title) - len(title.lstrip()) - (width - len(title.strip())) / 2) <= 1
+
+
+@pytest.mark.parametrize("formula", [
+    "y ~ x + C(h) + flag",                  # integer-coded category, boolean column
+    "y ~ 0 + x:C(g) + np.exp(x / 2)",       # no intercept, interaction, a numpy function
+    "y ~ C(g, Treatment('b')) * d",          # another reference level, products
+])
+def test_saved_designs_rebuild_for_several_formulas(tmp_path, formula):
+    import warnings
+
+    rng = np.random.default_rng(4)
+    n = 120
+    frame = pd.DataFrame({"x": rng.uniform(-1, 1, n), "g": rng.choice(["a", "b", "c"], n),
+                          "h": rng.integers(1, 4, n), "flag": rng.random(n) < 0.5,
+                          "d": rng.integers(0, 2, n)})
+    frame["y"] = frame["x"] + rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # undeclared categories: not the point here
+        res = dpreg.oracle(formula, frame)
+    new = frame.sample(7, random_state=1)
+    res.save(tmp_path / "r.pkl")
+    back = dpreg.load(tmp_path / "r.pkl")
+    np.testing.assert_allclose(back.predict(new), res.predict(new), rtol=1e-12)
+    pd.testing.assert_frame_equal(back.get_prediction(new).summary_frame(),
+                                  res.get_prediction(new).summary_frame())
