@@ -2,7 +2,8 @@
 
 Formula front ends (:func:`dp_ols`), the model class (:class:`DPRegression`), streams
 under local DP (:class:`LDPStream`), the
-non-private benchmark (:func:`oracle`), side-by-side tables (:func:`summary_col`), the
+non-private benchmark (:func:`oracle`), side-by-side tables (:func:`summary_col`), saved
+results (:func:`load`), the
 privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
 
@@ -19,7 +20,9 @@ from dpreg.exceptions import (
                               OptionError,
                               PrivacyLeakError,
                               PrivacyLeakWarning,
+                              PrivateStatisticError,
 )
+from dpreg.io import load, load_pickle
 from dpreg.model import DPRegression
 from dpreg.oracle import oracle
 from dpreg.results import DPRegressionResults
@@ -33,5 +36,5 @@ __all__ = [
     "LDPStream", "oracle", "summary_col", "datasets",
     "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
     "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",
-    "PrivacyLeakWarning", "ConvergenceWarning",
+    "PrivacyLeakWarning", "ConvergenceWarning", "PrivateStatisticError", "load", "load_pickle",
 ]

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
+import tomllib
+import warnings
+from pathlib import Path
 
 import pandas as pd
 
@@ -27,7 +31,41 @@ def _budget(args, default_mu=None) -> dict:
     return out
 
 
+#: ``--family`` spellings (statsmodels' names) and dpreg's family names.
+FAMILIES = {"ols": "linear", "huber": "huber", "expectile": "expectile", "logit": "logistic"}
+OUTPUTS = ("text", "latex", "html", "csv")
+
+
+def _spec_file(items, section: str):
+    """``{name: value}`` from a JSON or TOML file if ``items`` is one file name, else None.
+
+    The file holds the mapping at its top level, or under a ``[bounds]`` / ``[levels]``
+    table (``"bounds"`` / ``"levels"`` key in JSON), so one file can declare both.
+    """
+    if not items or len(items) != 1 or "=" in items[0]:
+        return None
+    path = Path(items[0])
+    if not path.is_file():
+        raise SystemExit(f"--{section}: {items[0]!r} is neither NAME=... nor a JSON or TOML "
+                         "file")
+    try:
+        if path.suffix.lower() == ".toml":
+            content = tomllib.loads(path.read_text())
+        else:
+            content = json.loads(path.read_text())
+    except (ValueError, tomllib.TOMLDecodeError) as err:
+        raise SystemExit(f"--{section}: cannot read {str(path)!r} as "
+                         f"{'TOML' if path.suffix.lower() == '.toml' else 'JSON'}: {err}") from None
+    if not isinstance(content, dict):
+        raise SystemExit(f"--{section}: {str(path)!r} must hold a mapping {{name: ...}}")
+    inner = content.get(section)
+    return inner if isinstance(inner, dict) else content
+
+
 def _parse_bounds(items) -> dict:
+    from_file = _spec_file(items, "bounds")
+    if from_file is not None:
+        return {str(k): tuple(v) if isinstance(v, list) else v for k, v in from_file.items()}
     bounds = {}
     for item in items or []:
         try:
@@ -40,12 +78,17 @@ def _parse_bounds(items) -> dict:
 
 
 def _parse_levels(items, data) -> dict:
-    """``NAME=A,B,C`` -> {NAME: [A, B, C]} with tokens cast to the column's type."""
+    """``NAME=A,B,C`` -> {NAME: [A, B, C]} with tokens cast to the column's type, or the
+    mapping of a JSON or TOML file."""
+    from_file = _spec_file(items, "levels")
+    if from_file is not None:
+        return {str(k): list(v) for k, v in from_file.items()}
     levels = {}
     for item in items or []:
         name, _, rest = item.partition("=")
         if not rest or name not in data.columns:
-            raise SystemExit(f"--levels expects COLUMN=A,B,C with a column of the data, got {item!r}")
+            raise SystemExit("--levels expects COLUMN=A,B,C with a column of the data, got "
+                             f"{item!r}")
         tokens = rest.split(",")
         if pd.api.types.is_integer_dtype(data[name].dtype):
             tokens = [int(t) for t in tokens]
@@ -62,8 +105,9 @@ def cmd_demo(args) -> int:
     # Public bounds a researcher would declare from the measurement scales, and a clipping
     # norm chosen so that a typical residual times a typical row norm is not clipped.
     bounds = {"y": (-6.0, 6.0), **{f"x{j}": (-3.0, 3.0) for j in (1, 2, 3)}}
-    print(f"Simulated linear model, n = {args.n}, true coefficients "
-          f"{dict(sim.params.round(3))}, seed {args.seed}\n")
+    truth = ", ".join(f"{name} = {float(value):.3g}" for name, value in sim.params.items())
+    print(f"Simulated linear model, n = {args.n}, true coefficients {truth}, seed "
+          f"{args.seed}\n")
     t0 = time.perf_counter()
     res = dpreg.dp_ols(sim.formula, sim.data, bounds=bounds, clip=6.0, random_state=args.seed,
                        **_budget(args, default_mu=1.0))
@@ -76,14 +120,29 @@ def cmd_fit(args) -> int:
     import dpreg
 
     data = pd.read_csv(args.data)
-    options = dict(bounds=_parse_bounds(args.bounds), levels=_parse_levels(args.levels, data),
-                   random_state=args.seed,
-                   cov_type=args.cov_type, sampling=args.sampling, progress=args.progress)
-    for name in ("batch_size", "steps", "clip", "lr", "x_bound"):
+    family = FAMILIES[args.family]
+    model_opts = dict(bounds=_parse_bounds(args.bounds), levels=_parse_levels(args.levels, data))
+    if args.c is not None:
+        model_opts["c"] = args.c
+    if args.tau is not None:
+        model_opts["tau"] = args.tau
+    options = dict(random_state=args.seed, engine=args.engine, progress=args.progress)
+    for name in ("cov_type", "sampling", "batch_size", "steps", "clip", "lr", "x_bound"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
-    res = dpreg.dp_ols(args.formula, data, **options, **_budget(args))
-    print(res.summary().as_text())
+    # Warnings are about the command's inputs: report them as the command's, not as
+    # lines of dpreg's source.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = dpreg.DPRegression.from_formula(args.formula, data, family=family, **model_opts)
+        res = model.fit(**options, **_budget(args))
+    for w in caught:
+        print(f"python -m dpreg fit: {w.category.__name__}: {w.message}", file=sys.stderr)
+    if args.output == "csv":
+        print(res.summary_frame(alpha=args.alpha).to_csv(), end="")
+    else:
+        smry = res.summary(alpha=args.alpha)
+        print({"text": smry.as_text, "latex": smry.as_latex, "html": smry.as_html}[args.output]())
     return 0
 
 
@@ -108,12 +167,26 @@ def main(argv=None) -> int:
     fit = sub.add_parser("fit", help="fit a formula to a CSV file and print the summary")
     fit.add_argument("formula")
     fit.add_argument("--data", required=True, help="CSV file")
-    fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER")
+    fit.add_argument("--family", default="ols", choices=list(FAMILIES),
+                     help="ols (squared loss), huber, expectile (with --tau) or logit")
+    fit.add_argument("--c", type=float, help="Huber/expectile truncation constant")
+    fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
+    fit.add_argument("--engine", default="dpsgd", choices=["dpsgd", "ldp_sgd", "dpgd", "adassp"])
+    fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER",
+                     help="public bounds: NAME=LOWER:UPPER items, or one JSON/TOML file "
+                          "{name: [lower, upper]} (top level or a [bounds] table)")
     fit.add_argument("--levels", nargs="*", metavar="COLUMN=A,B,C",
-                     help="public categories of categorical columns")
+                     help="public categories of categorical columns: COLUMN=A,B,C items, or "
+                          "one JSON/TOML file {column: [...]} (top level or a [levels] table)")
     fit.add_argument("--seed", type=int)
-    fit.add_argument("--cov-type", dest="cov_type", default="plugin", choices=["plugin", "rs"])
-    fit.add_argument("--sampling", default="uniform", choices=["uniform", "poisson"])
+    fit.add_argument("--cov-type", dest="cov_type",
+                     help="inference behind bse and p-values (engine's default if omitted): "
+                          "plugin, rs, batch_means, checkpoints, runs")
+    fit.add_argument("--output", default="text", choices=list(OUTPUTS),
+                     help="summary as text, LaTeX or HTML, or the coefficient table as CSV")
+    fit.add_argument("--alpha", type=float, default=0.05, help="1 - level of the intervals")
+    fit.add_argument("--sampling", choices=["uniform", "poisson"],
+                     help="DP-SGD subsampling (default uniform)")
     fit.add_argument("--batch-size", dest="batch_size", type=int)
     fit.add_argument("--steps", type=int)
     fit.add_argument("--clip", type=float)

@@ -77,3 +77,16 @@ class SeedReuseWarning(UserWarning):
 
 
 __all__.append("SeedReuseWarning")
+
+
+class PrivateStatisticError(DPRegError, AttributeError):
+    """The attribute or call would release a statistic of the private data that no
+    mechanism paid for (fitted values, residuals, R-squared, log-likelihood, averages
+    over the rows). The message names a private alternative where dpreg has one.
+
+    It is an ``AttributeError``, so ``getattr(results, "rsquared", default)`` (as in
+    statsmodels' own tools) returns the default.
+    """
+
+
+__all__.append("PrivateStatisticError")

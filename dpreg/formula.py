@@ -22,10 +22,12 @@ not use, so one dict serves several models.
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import itertools
 import math
 import re
+import types
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -222,7 +224,7 @@ def _column_bounds(design_info, bounds: Mapping[str, tuple[float, float]]):
     each column to ``[-1, 1]`` with these.
     """
     out, numeric = [], []
-    for term, subterms in design_info.term_codings.items():
+    for subterms in design_info.term_codings.values():
         for sub in subterms:
             factors = tuple(f.name() for f in sub.factors)
             numeric += [factors if not sub.contrast_matrices else None] * sub.num_columns
@@ -679,3 +681,88 @@ def column_kinds(formula: str, data) -> dict[str, str]:
     data = _plain_dtypes(_check_frame(data))
     words = set(_WORD.findall(formula))
     return {c: _kind(data[c]) for c in data.columns if str(c) in words}
+
+
+# -- For fitted results (issue 16): restrictions in statsmodels' spelling, and the design of
+# -- a saved result rebuilt without data. Used by dpreg.hypothesis and dpreg.results.
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def linear_constraint(names: Sequence[str], spec) -> tuple[np.ndarray, np.ndarray]:
+    """``(R, q)`` of ``H0: R theta = q`` from statsmodels' spellings of a restriction.
+
+    Parameters
+    ----------
+    names : sequence of str
+        Coefficient names.
+    spec : str, list of str, dict, array-like or tuple ``(R, q)``
+        ``"x1 = 0"``, ``"x1 = x2, x3 = 1"``, ``["x1", "x2 = 2"]``, ``{"x1": 0}``, a
+        restriction matrix ``R`` (then ``q = 0``) or a pair ``(R, q)``, parsed by
+        patsy's ``DesignInfo.linear_constraint`` as statsmodels does.
+    """
+    try:
+        lc = patsy.DesignInfo(list(names)).linear_constraint(spec)
+    except (patsy.PatsyError, ValueError, TypeError, KeyError) as err:
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise OptionError(f"cannot read the restriction r_matrix={spec!r}: {first}. "
+                          f"Coefficients: {list(names)}") from None
+    return np.asarray(lc.coefs, dtype=float), np.asarray(lc.constants, dtype=float).ravel()
+
+
+def design_prototype(design_info) -> dict:
+    """A picklable description of a fitted design's right-hand side, with no data.
+
+    For each identifier a factor's code reads that is not a function or module in the
+    formula's namespace: ``"numeric"`` or the factor's categories (the declared levels,
+    or those read from the data, which the output's names show). The variables' values
+    are never recorded. :func:`design_info_from_prototype` rebuilds the design from it.
+    """
+    columns: dict[str, Any] = {}
+    for factor, info in design_info.factor_infos.items():
+        env = info.state.get("eval_env") if isinstance(info.state, dict) else None
+        # names the code found in the formula's namespace as functions or modules (data
+        # columns shadow the namespace in patsy, so other values may be columns)
+        known = {k for ns in getattr(env, "_namespaces", []) for k, v in ns.items()
+                 if callable(v) or isinstance(v, types.ModuleType)}
+        words = [w for w in _IDENT.findall(getattr(factor, "code", factor.name()))
+                 if w not in known and not hasattr(builtins, w)]
+        for word in words:
+            if info.type == "categorical":
+                columns[word] = tuple(info.categories)
+            else:
+                columns.setdefault(word, "numeric")
+    return {"columns": columns, "names": tuple(design_info.column_names)}
+
+
+def design_info_from_prototype(formula: str, prototype: dict, eval_env: int = 0):
+    """The patsy ``DesignInfo`` of ``formula``'s right-hand side, rebuilt from a
+    :func:`design_prototype` on a one-row frame of placeholders (numeric columns 1.0,
+    categorical columns a Categorical with the recorded categories).
+
+    Functions used in the formula are looked up ``eval_env`` frames above the caller
+    (and ``np``). Raises :class:`~dpreg.exceptions.DataError` if the rebuilt columns are
+    not the fitted ones.
+    """
+    frame = {}
+    for word, kind in prototype["columns"].items():
+        if kind == "numeric":
+            frame[word] = [1.0]
+        else:
+            frame[word] = pd.Categorical([kind[0]], categories=list(kind))
+    env = patsy.EvalEnvironment.capture(eval_env + 1).with_outer_namespace({"np": np})
+    names = list(prototype["names"])
+    try:
+        rhs = patsy.ModelDesc.from_formula(formula).rhs_termlist
+        X = patsy.dmatrix(patsy.ModelDesc([], rhs), pd.DataFrame(frame), eval_env=env,
+                          NA_action=patsy.NAAction(NA_types=[]))
+        rebuilt = X.design_info
+    except Exception as err:  # noqa: BLE001 - any failure means: cannot rebuild
+        raise DataError(f"cannot rebuild the design of {formula!r} for new data "
+                        f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); "
+                        f"pass a design matrix with the columns {names}") from None
+    if list(rebuilt.column_names) != names:
+        raise DataError(f"the design of {formula!r} rebuilt for new data has columns "
+                        f"{list(rebuilt.column_names)}, not the fitted {names}; pass a design "
+                        "matrix with the fitted columns instead")
+    return rebuilt

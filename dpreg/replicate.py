@@ -46,7 +46,7 @@ def replicate_star(path=None, *, mu: float = 2.0, seed: int = 20250101, fmt: str
     res = dpreg.dp_ols(STAR_FORMULA, data, mu=mu, bounds=STAR_BOUNDS, levels=STAR_LEVELS,
                        random_state=seed)
     orc = dpreg.oracle(STAR_FORMULA, data, bounds=STAR_BOUNDS)
-    table = summary_col([orc, res], variables=["ssp", "sfp", "sfsp"],
+    table = summary_col([orc, res], layout="long", variables=["ssp", "sfp", "sfsp"],
                         title=f"STAR, first-year GPA: DP-SGD at mu = {mu} (n = {res.nobs})")
     paper = summary_col_paper()
     if fmt == "latex":

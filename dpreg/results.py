@@ -9,17 +9,36 @@ labelled non-private.
 
 from __future__ import annotations
 
+import sys
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from statsmodels.iolib.summary2 import Summary
 
-from dpreg.exceptions import DataError, OptionError
+from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 from dpreg.inference.base import Inference, StudentLaw
+from dpreg.tables import Summary
 
-__all__ = ["DPRegressionResults"]
+__all__ = ["DPRegressionResults", "ResultsModel"]
+
+#: statsmodels attributes that would release statistics of the private data, and the
+#: private alternative dpreg offers (or why there is none).
+PRIVATE_ATTRIBUTES = {
+    "fittedvalues": "predict(exog) at public covariate values",
+    "resid": None, "resid_pearson": None, "resid_response": None, "resid_dev": None,
+    "resid_generalized": None, "resid_anscombe": None, "wresid": None,
+    "rsquared": None, "rsquared_adj": None, "prsquared": None,
+    "llf": None, "llnull": None, "llr": None, "llr_pvalue": None,
+    "aic": None, "bic": None, "deviance": None, "pearson_chi2": None,
+    "ssr": None, "ess": None, "centered_tss": None, "uncentered_tss": None,
+    "mse_model": None, "mse_resid": None, "mse_total": None, "scale": None,
+    "condition_number": None, "eigenvals": None,
+    "fvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
+    "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
+    "influence": None, "outlier_test": None, "get_influence": None,
+}
 
 METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
                  "batch_means": "Batch means", "runs": "Independent runs (t)",
@@ -51,6 +70,16 @@ class DPRegressionResults:
     private : bool
     settings : dict
         Every public setting of the fit (engine options, defaults and why).
+    model : ResultsModel
+        What statsmodels' own tools read from ``results.model`` (``exog_names``,
+        ``endog_names``, ``formula``); no data.
+
+    Notes
+    -----
+    Statistics of the private data that no mechanism released are not attributes:
+    ``fittedvalues``, ``resid``, ``rsquared``, ``llf``, ``aic``, ``bic`` and their
+    relatives raise :class:`~dpreg.exceptions.PrivateStatisticError` (an
+    ``AttributeError``) saying so, and name a private alternative where one exists.
     """
 
     def __init__(self, *, params: np.ndarray, names: tuple[str, ...], endog_name: str,
@@ -77,6 +106,40 @@ class DPRegressionResults:
         self._design_info = design_info
         self.trajectory = trajectory
         self.notes = tuple(notes)
+        self._prototype = None
+        if design_info is not None and formula is not None:
+            from dpreg.formula import design_prototype
+
+            self._prototype = design_prototype(design_info)
+
+    def __getattr__(self, name):
+        # only called for attributes that do not exist
+        if name in PRIVATE_ATTRIBUTES:
+            alt = PRIVATE_ATTRIBUTES[name]
+            hint = (f"Private alternative: {alt}." if alt else
+                    "dpreg offers no private version of it.")
+            raise PrivateStatisticError(
+                f"{name} would release a statistic of the private data that no mechanism "
+                f"in the ledger paid for, so a dpreg result does not have it. {hint}")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def model(self) -> "ResultsModel":
+        """The public description of the model (what statsmodels' tools read)."""
+        return ResultsModel(formula=self.formula, exog_names=tuple(self._names),
+                            endog_names=self.endog_name, family=self.family_name,
+                            nobs=self.nobs)
+
+    @property
+    def family_name(self) -> str:
+        """Registry name of the family (``"linear"``, ``"huber"``, ``"expectile"``,
+        ``"logistic"``), read off the fit's label."""
+        from dpreg.families import FAMILIES
+
+        for name, fam in FAMILIES.items():
+            if self.family_label.startswith(fam.label):
+                return name
+        raise OptionError(f"unknown family label {self.family_label!r}")
 
     # -- pickling: patsy's DesignInfo cannot be pickled; it only serves predict() ----
     def __getstate__(self):
@@ -86,6 +149,10 @@ class DPRegressionResults:
                     and isinstance(type(self).__dict__[k], cached_property)]:
             del state[key]
         return state
+
+    def __setstate__(self, state):
+        state.setdefault("_prototype", None)
+        self.__dict__.update(state)
 
     def _series(self, values, name):
         return pd.Series(np.asarray(values, dtype=float), index=self._names, name=name)
@@ -162,37 +229,220 @@ class DPRegressionResults:
         """``nobs`` minus the number of coefficients."""
         return self.nobs - len(self._names)
 
-    def predict(self, exog=None) -> np.ndarray:
-        """Linear index ``exog @ params`` for new data.
+    def _exog_matrix(self, exog, transform: bool = True,
+                     name: str = "exog") -> tuple[np.ndarray, list]:
+        """Design rows for ``exog`` and their labels (a DataFrame goes through the
+        formula when ``transform``); ``name`` is the parameter named in errors."""
+        if exog is None:
+            raise OptionError(f"{name} is required: a Results object holds no data, so pass "
+                              "the (public) rows to predict for")
+        if isinstance(exog, pd.DataFrame) and transform and self.formula is not None:
+            design_info = self._design_info or self._rebuild_design_info()
+            if design_info is not None:
+                from dpreg.formula import build_exog
+
+                return build_exog(design_info, exog), list(exog.index)
+            missing = [c for c in self._names if c not in exog.columns]
+            if missing:
+                raise DataError("this result cannot rebuild its design; exog needs the "
+                                f"design matrix columns {self._names}; missing {missing}")
+            return exog[self._names].to_numpy(dtype=float), list(exog.index)
+        if isinstance(exog, pd.DataFrame) and not transform:
+            return exog.to_numpy(dtype=float), list(exog.index)
+        if isinstance(exog, dict) and transform and self.formula is not None:
+            return self._exog_matrix(pd.DataFrame(exog, index=None if any(
+                np.ndim(v) for v in exog.values()) else [0]), name=name)
+        labels = list(exog.index) if isinstance(exog, pd.DataFrame) else None
+        try:
+            X = np.asarray(exog, dtype=float)
+        except (TypeError, ValueError):
+            raise DataError(f"{name} must be a DataFrame of the formula's variables or a "
+                            "numeric design matrix") from None
+        if X.ndim == 1:
+            X = X[None, :] if X.shape[0] == len(self._names) else X[:, None]
+        if X.ndim != 2 or X.shape[1] != len(self._names):
+            width = X.shape[-1] if X.ndim else 0
+            raise DataError(f"{name} has {width} columns; the model has "
+                            f"{len(self._names)}: {self._names}")
+        if labels is None or len(labels) != X.shape[0]:
+            labels = list(range(X.shape[0]))
+        return X, labels
+
+    def _rebuild_design_info(self):
+        """The formula's design rebuilt from the stored prototype (after loading)."""
+        if self._prototype is None:
+            return None
+        from dpreg.formula import design_info_from_prototype
+
+        level, frame = 0, sys._getframe(1)
+        while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):
+            frame, level = frame.f_back, level + 1
+        self._design_info = design_info_from_prototype(self.formula, self._prototype,
+                                                       eval_env=level)
+        return self._design_info
+
+    def predict(self, exog=None, transform: bool = True, which: str = "mean") -> np.ndarray:
+        """Predicted means (or the linear index) at public covariate values.
 
         Parameters
         ----------
-        exog : DataFrame or array-like
-            A DataFrame with the formula's variables (for formula fits, before
-            pickling), or a design matrix with the model's columns. Results hold no
-            data, so ``exog`` is required.
-        """
-        if exog is None:
-            raise OptionError("predict needs exog: a Results object holds no data, so pass "
-                              "the rows to predict for")
-        if isinstance(exog, pd.DataFrame) and self._design_info is not None:
-            from dpreg.formula import build_exog
+        exog : DataFrame, dict or array-like
+            A DataFrame with the formula's variables (also after :meth:`save` and
+            :func:`dpreg.load`), or a design matrix with the model's columns. Results
+            hold no data, so ``exog`` is required.
+        transform : bool
+            Build the design from a DataFrame through the formula (statsmodels'
+            meaning); ``False`` takes the DataFrame as the design matrix.
+        which : {"mean", "linear"}
+            ``"mean"``: ``E[y | x]``, the probability for logistic fits (statsmodels'
+            default); ``"linear"``: the linear index ``x' theta``.
 
-            X = build_exog(self._design_info, exog)
-        elif isinstance(exog, pd.DataFrame) and self.formula is not None:
-            missing = [c for c in self._names if c not in exog.columns]
-            if missing:
-                raise DataError("after unpickling, predict needs the design matrix columns "
-                                f"{self._names}; missing {missing}")
-            X = exog[self._names].to_numpy(dtype=float)
-        else:
-            X = np.asarray(exog, dtype=float)
-            if X.ndim == 1:
-                X = X[None, :] if X.shape[0] == len(self._names) else X[:, None]
-        if X.shape[1] != len(self._names):
-            raise DataError(f"exog has {X.shape[1]} columns; the model has {len(self._names)}: "
-                            f"{self._names}")
-        return X @ self.params.to_numpy()
+        Returns
+        -------
+        ndarray
+        """
+        if which not in ("mean", "linear"):
+            raise OptionError(f"which must be 'mean' or 'linear', got {which!r}")
+        X, _ = self._exog_matrix(exog, transform)
+        eta = X @ self.params.to_numpy()
+        if which == "mean" and self.family_name == "logistic":
+            from scipy.special import expit
+
+            return expit(eta)
+        return eta
+
+    def get_prediction(self, exog=None, transform: bool = True, *, method: str | None = None,
+                       row_labels=None):
+        """Predicted means at public rows with standard errors and intervals.
+
+        Parameters
+        ----------
+        exog : DataFrame, dict or array-like
+            As for :meth:`predict`.
+        transform : bool
+            As for :meth:`predict`.
+        method : str, optional
+            Inference method (default: the fit's ``cov_type``): delta method with the
+            method's covariance, or the random-scaling scale of ``x' theta`` for
+            ``"rs"`` (see :mod:`dpreg.prediction`).
+        row_labels : sequence, optional
+            Index of the ``summary_frame`` (default: ``exog``'s index).
+
+        Returns
+        -------
+        dpreg.prediction.PredictionResults
+            With ``predicted``, ``se``, ``conf_int(alpha)`` and ``summary_frame(alpha)``.
+        """
+        from dpreg.prediction import predict_rows
+
+        X, labels = self._exog_matrix(exog, transform)
+        return predict_rows(self, X, labels if row_labels is None else row_labels, method)
+
+    def get_margeff(self, at: Any = "overall", method: str = "dydx", atexog=None,
+                    dummy: bool = False, count: bool = False, *, inference: str | None = None):
+        """Marginal effects ``d E[y | x] / d x`` at public covariate values.
+
+        Parameters
+        ----------
+        at : {"zero"} or DataFrame, dict or array-like
+            ``"zero"``: every regressor 0 and the intercept 1 (statsmodels' meaning).
+            Rows of public covariate values (as for :meth:`predict`): the effects at
+            each row, averaged over the rows. statsmodels' default ``"overall"`` and
+            ``"mean"``, ``"median"``, ``"all"`` average over or evaluate at the private
+            rows and are refused (no mechanism paid for them).
+        method : {"dydx"}
+        atexog : dict, optional
+            ``{column name or index: value}`` set after ``at`` (so ``at="zero"`` with
+            ``atexog`` evaluates at those values and zero elsewhere).
+        dummy, count : bool
+            Not supported (must be False).
+        inference : str, optional
+            Inference method (default: the fit's ``cov_type``).
+
+        Returns
+        -------
+        dpreg.margins.Margins
+        """
+        from dpreg.margins import margins
+
+        return margins(self, at=at, method=method, atexog=atexog, dummy=dummy, count=count,
+                       inference=inference)
+
+    # -- tests of linear restrictions (dpreg.hypothesis) ----------------------------------
+    def t_test(self, r_matrix, cov_p=None, use_t=None, *, method: str | None = None):
+        """t tests of each row of ``H0: R theta = q``, statsmodels' spellings.
+
+        Parameters
+        ----------
+        r_matrix : str, list of str, dict, array-like or tuple ``(R, q)``
+            E.g. ``"x1 = 0"``, ``"x1 = x2"``, ``["x1", "x2 = 1"]``, or a matrix.
+        cov_p, use_t
+            statsmodels' options for another covariance or law: not supported (use
+            ``method=``); must be None.
+        method : str, optional
+            Inference method (default: the fit's ``cov_type``). See
+            :mod:`dpreg.hypothesis` for the law each method uses.
+
+        Returns
+        -------
+        dpreg.hypothesis.ContrastResults
+            ``effect``, ``sd``, ``tvalue``/``statistic``, ``pvalue``, ``conf_int()``,
+            ``summary()``, ``summary_frame()``.
+        """
+        self._no_sm_options(cov_p=cov_p, use_t=use_t)
+        from dpreg.hypothesis import restriction_test
+
+        return restriction_test(self, r_matrix, "t", method=method)
+
+    def wald_test(self, r_matrix, cov_p=None, invcov=None, use_f=None, df_constraints=None,
+                  scalar=True, *, method: str | None = None):
+        """Joint Wald test of ``H0: R theta = q`` (statsmodels' spellings).
+
+        ``use_f`` chooses F or chi-square for covariance-based methods (default: F when
+        the method's law is Student's t, as statsmodels' ``use_t``). Random scaling uses
+        the multivariate random-scaling pivot. ``scalar`` is accepted for statsmodels
+        compatibility (the statistic is always a float). See :meth:`t_test`.
+        """
+        self._no_sm_options(cov_p=cov_p, invcov=invcov, df_constraints=df_constraints)
+        from dpreg.hypothesis import restriction_test
+
+        return restriction_test(self, r_matrix, "wald", method=method, use_f=use_f)
+
+    def f_test(self, r_matrix, cov_p=None, invcov=None, *, method: str | None = None):
+        """Joint F test of ``H0: R theta = q`` (``W / q`` against ``F(q, df)``; random
+        scaling: the multivariate random-scaling pivot). See :meth:`t_test`."""
+        self._no_sm_options(cov_p=cov_p, invcov=invcov)
+        from dpreg.hypothesis import restriction_test
+
+        return restriction_test(self, r_matrix, "f", method=method)
+
+    @staticmethod
+    def _no_sm_options(**options) -> None:
+        given = [k for k, v in options.items() if v is not None]
+        if given:
+            raise OptionError(f"{given[0]} is not supported: tests use the fit's released "
+                              "covariance or random-scaling matrix; choose among them with "
+                              "method=")
+
+    # -- saving -------------------------------------------------------------------------
+    def save(self, fname, remove_data: bool = False) -> None:
+        """Pickle the result to ``fname`` (a path or a writable binary file).
+
+        The file holds what the result holds: private estimates, inference records,
+        the ledger, public settings and the formula's public design description
+        (declared categories), never data. Load it with :func:`dpreg.load`;
+        ``remove_data`` is accepted for statsmodels compatibility (there is no data).
+        """
+        from dpreg.io import save
+
+        save(self, fname)
+
+    @classmethod
+    def load(cls, fname) -> "DPRegressionResults":
+        """Load a result saved by :meth:`save` (statsmodels' ``Results.load``)."""
+        from dpreg.io import load
+
+        return load(fname)
 
     def plot_trajectory(self, *, alpha: float = 0.05, methods=None, start: float = 0.005,
                         truth=None, path=None, show: bool = False):
@@ -263,6 +513,13 @@ class DPRegressionResults:
             "Accountant:": acct,
         }, ncols=1)
 
+    def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        """The coefficient table of :meth:`summary` as a DataFrame (estimates, standard
+        errors, statistics, p-values and intervals of every method with a column)."""
+        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
+            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        return self._params_frame(float(alpha))
+
     def _params_frame(self, alpha: float) -> pd.DataFrame:
         lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
         cols = {"coef": self.params.to_numpy()}
@@ -293,3 +550,23 @@ def _fmt(value) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+@dataclass(frozen=True)
+class ResultsModel:
+    """The public part of the model, under the names statsmodels' tools read.
+
+    ``statsmodels.iolib.summary2.summary_col`` reads ``results.model.exog_names`` and
+    ``endog_names``; a statsmodels model would also carry the data, which a dpreg
+    result never does.
+    """
+
+    formula: str | None
+    exog_names: tuple[str, ...]
+    endog_names: str
+    family: str
+    nobs: int
+
+    @property
+    def param_names(self) -> list[str]:
+        return list(self.exog_names)

@@ -1,21 +1,177 @@
-"""Several results side by side: :func:`summary_col`."""
+"""Several results side by side: :func:`summary_col`.
+
+Two layouts. ``"wide"`` (the default) is statsmodels' ``summary_col`` and stargazer's:
+one column per model, each coefficient with its standard error (or interval) below,
+models with different regressors side by side, and rows describing each fit (rows used,
+engine, budget, inference). ``"long"`` is Table 1 of the dpsgd-inference paper: one row
+per variable, model and inference method.
+"""
 
 from __future__ import annotations
 
+import math
 from typing import Sequence
 
 import pandas as pd
-from statsmodels.iolib.summary2 import Summary
 
 from dpreg.exceptions import OptionError
 from dpreg.results import METHOD_LABELS, DPRegressionResults
+from dpreg.tables import Summary
 
 __all__ = ["summary_col"]
 
+LAYOUTS = ("wide", "long")
 
-def summary_col(results: Sequence[DPRegressionResults], *, variables: Sequence[str] | None = None,
+
+def summary_col(results: Sequence[DPRegressionResults], *, layout: str = "wide",
+                variables: Sequence[str] | None = None,
                 model_names: Sequence[str] | None = None, title: str | None = None,
-                float_format: str = "%.3f") -> Summary:
+                float_format: str = "%.3f", stat: str = "se", method: str | None = None,
+                stars: bool = False, alpha: float = 0.05) -> Summary:
+    """Set several results side by side.
+
+    Parameters
+    ----------
+    results : sequence of DPRegressionResults
+    layout : {"wide", "long"}
+        ``"wide"``: one column per model (see :func:`summary_col_wide`); ``"long"``:
+        the layout of Table 1 of the dpsgd-inference paper (see :func:`summary_col_long`).
+    variables : sequence of str, optional
+        Variables to show, in this order (default: all, in order of appearance).
+    model_names : sequence of str, optional
+        Column headers (wide) or row prefixes (long).
+    title : str, optional
+    float_format : str
+    stat : {"se", "ci"}
+        Wide layout: standard errors in parentheses below each coefficient, or the
+        ``1 - alpha`` interval in brackets. Methods without standard errors (random
+        scaling) always show the interval.
+    method : str, optional
+        Wide layout: inference method of every column (default: each fit's
+        ``cov_type``).
+    stars : bool
+        Wide layout: ``*``, ``**``, ``***`` for p-values below 0.1, 0.05, 0.01.
+    alpha : float
+        Level of the intervals.
+
+    Returns
+    -------
+    statsmodels.iolib.summary2.Summary
+        Render with ``as_text()``, ``as_latex()`` or ``as_html()``.
+
+    Examples
+    --------
+    >>> import dpreg
+    >>> sim = dpreg.datasets.simulate_linear(200, random_state=0)
+    >>> a = dpreg.oracle(sim.formula, sim.data)
+    >>> "Inference" in dpreg.summary_col([a]).as_text()
+    True
+    """
+    if layout not in LAYOUTS:
+        raise OptionError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    if layout == "long":
+        return summary_col_long(results, variables=variables, model_names=model_names,
+                                title=title, float_format=float_format)
+    return summary_col_wide(results, variables=variables, model_names=model_names,
+                            title=title, float_format=float_format, stat=stat,
+                            method=method, stars=stars, alpha=alpha)
+
+
+def _budget_rows(res: DPRegressionResults) -> tuple[str, str]:
+    if not res.private or res.ledger is None:
+        return "non-private", "non-private"
+    led = res.ledger
+    eps, _ = led.epsilon_rigorous
+    mu = led.total_mu
+    mu_text = f"{mu:.3g}" if math.isfinite(mu) else "-"
+    return mu_text, f"({eps:.3g}, {led.delta:.2g})"
+
+
+def summary_col_wide(results: Sequence[DPRegressionResults], *,
+                     variables: Sequence[str] | None = None,
+                     model_names: Sequence[str] | None = None, title: str | None = None,
+                     float_format: str = "%.3f", stat: str = "se", method: str | None = None,
+                     stars: bool = False, alpha: float = 0.05) -> Summary:
+    """One column per model, coefficients with standard errors (or intervals) below.
+
+    Rows below the coefficients: ``N`` (rows used), ``Engine``, ``Budget (mu)`` (total
+    Gaussian-DP budget of the ledger), ``(eps, delta)`` (rigorous accountant),
+    ``Inference`` (the method behind the standard errors or intervals). A variable a
+    model does not have is left blank in its column. See :func:`summary_col`.
+    """
+    results = list(results)
+    if not results:
+        raise OptionError("summary_col needs at least one result")
+    if stat not in ("se", "ci"):
+        raise OptionError(f"stat must be 'se' or 'ci', got {stat!r}")
+    if model_names is not None and len(model_names) != len(results):
+        raise OptionError(f"model_names has {len(model_names)} names for {len(results)} results")
+    names = list(model_names) if model_names is not None else _default_names(results)
+    all_vars = list(dict.fromkeys(v for r in results for v in r.params.index))
+    if variables is not None:
+        unknown = [v for v in variables if v not in all_vars]
+        if unknown:
+            raise OptionError(f"variables {unknown} are in none of the results; they have "
+                              f"{all_vars}")
+        all_vars = list(variables)
+    index, rows = [], []
+    columns = []
+    for res in results:
+        inf = res._inference(method)
+        theta = res.params.to_numpy()
+        pvals = pd.Series(inf.pvalues(theta), index=res.params.index)
+        ci = pd.DataFrame(inf.conf_int(theta, alpha), index=res.params.index)
+        se = pd.Series(inf.scale, index=res.params.index) if inf.is_standard_error else None
+        col = {}
+        for var in all_vars:
+            if var not in res.params.index:
+                col[(var, 0)], col[(var, 1)] = "", ""
+                continue
+            est = float_format % res.params[var]
+            if stars:
+                est += "*" * sum(pvals[var] < c for c in (0.1, 0.05, 0.01))
+            col[(var, 0)] = est
+            if se is not None and stat == "se":
+                col[(var, 1)] = f"({float_format % se[var]})"
+            else:
+                lo, hi = ci.loc[var]
+                col[(var, 1)] = f"[{float_format % lo}, {float_format % hi}]"
+        mu_text, eps_text = _budget_rows(res)
+        col.update({("N", 0): str(res.nobs), ("Engine", 0): res.engine,
+                    ("Budget (mu)", 0): mu_text, ("(eps, delta)", 0): eps_text,
+                    ("Inference", 0): METHOD_LABELS.get(inf.method, inf.method)})
+        columns.append(col)
+    keys = list(columns[0])
+    for key in keys:
+        index.append(key[0] if key[1] == 0 else "")
+        rows.append([c[key] for c in columns])
+    frame = pd.DataFrame(rows, index=index, columns=names)
+    smry = Summary()
+    if title:
+        smry.add_title(title)
+    smry.add_df(frame, header=True, align="r")
+    below = ("Standard errors in parentheses" if stat == "se" else "")
+    if stat == "ci" or any(not r._inference(method).is_standard_error for r in results):
+        level = f"{100 * (1 - alpha):g}%"
+        below += ("; " if below else "") + f"{level} intervals in brackets"
+    smry.add_text(below + ".")
+    if stars:
+        smry.add_text("* p<.1, ** p<.05, *** p<.01")
+    if any(not r.private for r in results):
+        smry.add_text("Columns marked non-private are oracle fits on the raw data (NOT "
+                      "private).")
+    return smry
+
+
+def _default_names(results) -> list[str]:
+    names = [f"({k + 1}) {r.endog_name}" for k, r in enumerate(results)]
+    return names
+
+
+def summary_col_long(results: Sequence[DPRegressionResults], *,
+                     variables: Sequence[str] | None = None,
+                     model_names: Sequence[str] | None = None, title: str | None = None,
+                     float_format: str = "%.3f") -> Summary:
     """Set several results side by side in the layout of Table 1 of the dpsgd-inference paper.
 
     For each variable there is one row per (result, inference method): the oracle's

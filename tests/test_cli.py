@@ -71,3 +71,120 @@ def test_study_list(capsys):
     assert main(["study", "list"]) == 0
     out = capsys.readouterr().out
     assert "dpsgd-fig2" in out and "ldp-table1" in out and "dpgd-fig5-6" in out
+
+
+# -- issue 16: every family, engines, bounds and levels files, budgets, output formats ------
+@pytest.fixture
+def csv_path(tmp_path, small_frame):
+    frame = small_frame.assign(passed=(small_frame["y"] > 1.2).astype(int))
+    path = tmp_path / "data.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+FAST = ["--steps", "4000", "--seed", "3"]
+
+
+@pytest.mark.parametrize("family, formula, extra, label", [
+    ("ols", "y ~ x + d", [], "Linear"),
+    ("huber", "y ~ x + d", ["--c", "2.0"], "Huber (c = 2)"),
+    ("expectile", "y ~ x + d", ["--tau", "0.8"], "tau = 0.8"),
+    ("logit", "passed ~ x + d", [], "Logistic"),
+])
+def test_fit_every_family(csv_path, capsys, family, formula, extra, label):
+    code = main(["fit", formula, "--data", str(csv_path), "--family", family, "--mu", "1",
+                 "--bounds", "y=-3:5", "x=-1:1", "d=0:1", *extra, *FAST])
+    assert code == 0
+    assert label in capsys.readouterr().out
+
+
+def test_tau_with_another_family_is_an_error(csv_path, capsys):
+    code = main(["fit", "y ~ x", "--data", str(csv_path), "--family", "huber", "--tau", "0.3",
+                 "--mu", "1", *FAST])
+    assert code == 2 and "tau" in capsys.readouterr().err
+
+
+def test_bounds_and_levels_from_json_and_toml(tmp_path, csv_path, capsys):
+    js = tmp_path / "bounds.json"
+    js.write_text('{"y": [-3, 5], "x": [-1, 1], "d": [0, 1]}')
+    toml = tmp_path / "spec.toml"
+    toml.write_text('[bounds]\ny = [-3, 5]\nx = [-1, 1]\nd = [0, 1]\n\n'
+                    '[levels]\ng = ["a", "b", "c"]\n')
+    outs = []
+    for bounds, levels in ((js, toml), (toml, toml)):
+        code = main(["fit", "y ~ x + C(g) + d", "--data", str(csv_path), "--mu", "1",
+                     "--bounds", str(bounds), "--levels", str(levels), *FAST])
+        captured = capsys.readouterr()
+        assert code == 0 and "C(g)[T.b]" in captured.out
+        assert "PrivacyLeakWarning" not in captured.err  # everything was declared
+        outs.append(captured.out)
+    assert outs[0] == outs[1]
+    # the file's bounds are the inline ones
+    main(["fit", "y ~ x + C(g) + d", "--data", str(csv_path), "--mu", "1", "--bounds",
+          "y=-3:5", "x=-1:1", "d=0:1", "--levels", "g=a,b,c", *FAST])
+    assert capsys.readouterr().out == outs[0]
+
+
+def test_bad_spec_file(tmp_path, csv_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    with pytest.raises(SystemExit, match="JSON"):
+        main(["fit", "y ~ x", "--data", str(csv_path), "--mu", "1", "--bounds", str(bad)])
+    with pytest.raises(SystemExit, match="neither"):
+        main(["fit", "y ~ x", "--data", str(csv_path), "--mu", "1", "--bounds", "nofile.toml"])
+
+
+@pytest.mark.parametrize("budget, needle", [
+    (["--mu", "1.5"], "mu = 1.5"),
+    (["--epsilon", "4", "--delta", "1e-6"], "epsilon"),
+    (["--rho", "0.5"], "rho"),
+])
+def test_budget_in_any_unit(csv_path, capsys, budget, needle):
+    code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "x=-1:1",
+                 *budget, *FAST])
+    out = capsys.readouterr().out
+    assert code == 0 and needle in out
+
+
+def test_engines(csv_path, capsys):
+    for engine, needle in (("dpgd", "DP-GD"), ("adassp", "AdaSSP")):
+        code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "x=-1:1",
+                     "--engine", engine, "--mu", "1", "--seed", "1"]
+                    + (["--steps", "200"] if engine == "dpgd" else []))
+        assert code == 0 and needle in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("output, needle", [("latex", "\\begin{tabular}"), ("html", "<table"),
+                                            ("text", "DP regression results")])
+def test_output_formats(csv_path, capsys, output, needle):
+    code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "x=-1:1",
+                 "--mu", "1", "--output", output, *FAST])
+    assert code == 0 and needle in capsys.readouterr().out
+
+
+def test_csv_output_is_the_coefficient_table(csv_path, capsys):
+    import io
+
+    code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "x=-1:1",
+                 "--mu", "1", "--output", "csv", *FAST])
+    table = pd.read_csv(io.StringIO(capsys.readouterr().out), index_col=0)
+    assert code == 0 and list(table.index) == ["Intercept", "x"]
+    assert {"coef", "std err", "P>|z|", "RS P>|R|"} <= set(table.columns)
+    assert np.all(np.isfinite(table.to_numpy()))
+
+
+def test_warnings_point_at_the_command(csv_path, capsys):
+    # no bounds for x: the PrivacyLeakWarning is reported as the command's, with no
+    # file and line of dpreg's source
+    code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "--mu", "1",
+                 *FAST])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "python -m dpreg fit: PrivacyLeakWarning:" in err and "x_bound" in err
+    assert ".py:" not in err
+
+
+def test_demo_first_line_prints_plain_numbers(capsys):
+    assert main(["demo", "--n", "300", "--seed", "1"]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert "np.float64" not in first and "Intercept = " in first

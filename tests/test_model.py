@@ -226,7 +226,7 @@ def test_summary_col_three_models(small_frame, small_bounds):
     a = fit(small_frame, small_bounds)
     b = fit(small_frame, small_bounds, sampling="poisson", batch_size=5)
     orc = dpreg.oracle(FORMULA, small_frame, bounds=small_bounds)
-    table = dpreg.summary_col([orc, a, b], variables=["x", "d"],
+    table = dpreg.summary_col([orc, a, b], layout="long", variables=["x", "d"],
                               model_names=["", "uniform", "poisson"])
     text = table.as_text()
     assert text.count("Plug-in") == 4 and text.count("RS") >= 4 and "Oracle" in text

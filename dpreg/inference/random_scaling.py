@@ -12,6 +12,7 @@ import numpy as np
 
 from dpreg.inference.base import Inference
 from dpreg.inference.pivot import rs_pivot
+from dpreg.inference.rs_joint import RSInference
 
 __all__ = ["rs_inference"]
 
@@ -51,9 +52,11 @@ def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None
     if V is None:
         note = note or ("RS: random scaling without finite-sample correction (no private plug-in "
                 "matrices); conservative when the privacy noise is not negligible.")
-        return Inference("rs", scale, rs_pivot, False, note)
+        return RSInference("rs", scale, rs_pivot, False, note, matrix=epochs * rs_q)
     w = np.diag(W)
     ratio = (np.diag(V) + (n / steps) * w) / (batch_size * w)
     note = ("RS: random-scaling pivot scaled by epochs E = T m / n, finite-sample "
             "correction from the private plug-in matrices (MATH.md s.1).")
-    return Inference("rs", scale * np.sqrt(ratio), rs_pivot, False, note)
+    return RSInference("rs", scale * np.sqrt(ratio), rs_pivot, False, note,
+                       matrix=epochs * rs_q, target=V / n + W / steps,
+                       path_cov=batch_size * W / n)

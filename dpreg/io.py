@@ -1,0 +1,56 @@
+"""Saving and loading results: :func:`save`, :func:`load` (and ``load_pickle``).
+
+A result is pickled as it is: private estimates, inference records, ledger, public
+settings and the public description of the formula's design (variables and declared
+categories), never data (DESIGN.md, privacy rule 5). A loaded result predicts on new
+data frames: the design is rebuilt from the formula and the stored categories.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+
+from dpreg.exceptions import DataError
+
+__all__ = ["save", "load", "load_pickle"]
+
+
+def save(results, fname) -> None:
+    """Pickle ``results`` to ``fname`` (a path or a writable binary file object)."""
+    if hasattr(fname, "write"):
+        pickle.dump(results, fname, protocol=pickle.HIGHEST_PROTOCOL)
+        return
+    with open(os.fspath(fname), "wb") as fh:
+        pickle.dump(results, fh, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def load(fname):
+    """Load a result saved by :meth:`dpreg.DPRegressionResults.save`.
+
+    Parameters
+    ----------
+    fname : str, path or readable binary file object
+
+    Returns
+    -------
+    DPRegressionResults
+
+    Notes
+    -----
+    Loading runs pickle: load only files you trust, as with statsmodels' ``load_pickle``.
+    """
+    from dpreg.results import DPRegressionResults
+
+    if hasattr(fname, "read"):
+        obj = pickle.load(fname)
+    else:
+        with open(os.fspath(fname), "rb") as fh:
+            obj = pickle.load(fh)
+    if not isinstance(obj, DPRegressionResults):
+        raise DataError(f"{fname!r} holds a {type(obj).__name__}, not a dpreg result")
+    return obj
+
+
+#: statsmodels' spelling (``statsmodels.iolib.smpickle.load_pickle``).
+load_pickle = load

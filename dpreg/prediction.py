@@ -1,0 +1,95 @@
+"""Predictions at public covariate values with their uncertainty: ``get_prediction``.
+
+The mean at a row ``x`` is ``x' theta`` (linear index families) or
+``1 / (1 + exp(-x' theta))`` (logistic). Its standard error comes from the delta
+method with the fit's private covariance, ``se(x' theta) = sqrt(x' C x)``, times the
+derivative of the inverse link ``p (1 - p)`` for probabilities; intervals for
+probabilities transform the interval of the linear index (statsmodels' ``"endpoint"``
+method, so they stay inside (0, 1)). With random scaling the interval of ``x' theta``
+uses the random-scaling scale of that contrast and the exact law of the scalar pivot
+(there is no standard error). Only released quantities and the public rows enter.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from scipy.special import expit
+
+from dpreg.exceptions import OptionError
+
+__all__ = ["PredictionResults", "predict_rows"]
+
+
+class PredictionResults:
+    """Predicted means at given rows, with standard errors and intervals.
+
+    Attributes
+    ----------
+    predicted : ndarray
+        Predicted mean (probability for logistic fits); ``predicted_mean`` is an alias.
+    linpred : ndarray
+        Linear index ``x' theta``.
+    se : ndarray
+        Delta-method standard error of ``predicted`` (NaN for random scaling);
+        ``se_mean`` is an alias.
+    method : str
+        Inference method behind the intervals.
+    row_labels : list
+    """
+
+    def __init__(self, *, linpred, scale_lin, critical, logistic: bool, method: str,
+                 is_standard_error: bool, row_labels):
+        self.linpred = np.asarray(linpred, dtype=float)
+        self._scale_lin = np.asarray(scale_lin, dtype=float)
+        self._critical = critical
+        self.logistic = logistic
+        self.method = method
+        self.row_labels = list(row_labels)
+        self.predicted = expit(self.linpred) if logistic else self.linpred.copy()
+        deriv = self.predicted * (1 - self.predicted) if logistic else 1.0
+        self.se = deriv * self._scale_lin if is_standard_error else np.full_like(
+            self.linpred, np.nan)
+
+    @property
+    def predicted_mean(self) -> np.ndarray:
+        return self.predicted
+
+    @property
+    def se_mean(self) -> np.ndarray:
+        return self.se
+
+    @property
+    def var_pred_mean(self) -> np.ndarray:
+        return self.se ** 2
+
+    def conf_int(self, alpha: float = 0.05) -> np.ndarray:
+        """``(k, 2)`` intervals of the mean at level ``1 - alpha``."""
+        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
+            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        half = self._critical(alpha) * self._scale_lin
+        ci = np.column_stack([self.linpred - half, self.linpred + half])
+        return expit(ci) if self.logistic else ci
+
+    def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
+        """Mean, standard error and interval per row, with statsmodels' column names
+        (``mean, mean_se, mean_ci_lower, mean_ci_upper`` as for OLS; ``predicted, se,
+        ci_lower, ci_upper`` for logistic fits, as for Logit). There are no ``obs_ci``
+        columns: an interval for a new observation needs the residual variance, a
+        statistic of the private data that no mechanism released."""
+        ci = self.conf_int(alpha)
+        names = (("predicted", "se", "ci_lower", "ci_upper") if self.logistic
+                 else ("mean", "mean_se", "mean_ci_lower", "mean_ci_upper"))
+        cols = (self.predicted, self.se, ci[:, 0], ci[:, 1])
+        return pd.DataFrame(dict(zip(names, cols, strict=True)), index=self.row_labels)
+
+
+def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> PredictionResults:
+    """:class:`PredictionResults` for the design rows ``X`` (see the module docstring)."""
+    from dpreg.hypothesis import _source, contrast_scales
+
+    _, _, center, _ = _source(results, method)
+    scale, law, name, is_se = contrast_scales(results, X, method)
+    return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
+                             logistic=results.family_name == "logistic", method=name,
+                             is_standard_error=is_se, row_labels=row_labels)
