@@ -175,3 +175,19 @@ def test_check_path_flags_what_it_should():
     assert rep.halves_z["c"] == pytest.approx(5.0)
     assert not check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c,
                           plugin_critical=z).unconverged
+
+
+def test_robustness_replicate_and_table():
+    # one replication of two cells of the shipped study, summarized by its table function
+    import dpreg.studies as ds
+    from dpreg.studies.robustness import robustness_table
+    from dpreg.studies.runner import run_replicates
+
+    study = ds.get_study("robustness")
+    raw = run_replicates(study, reps=2, n_jobs=1, progress=False,
+                         where=lambda c: c["n"] == 1000 and c["family"] == "huber"
+                         and c["budget"] == "mu=5" and c["p"] == 3)
+    table = robustness_table(raw)
+    assert set(table["method"]) == {"plugin", "rs"}
+    assert table["reps"].eq(2).all() and table["warned"].between(0, 1).all()
+    assert table["coverage"].between(0, 1).all() and (table["length"] > 0).all()

@@ -127,7 +127,8 @@ def _robustness() -> Study:
         constants=dict(alpha=0.05), reps=200, seed=20261124,
         title="Robustness: natural units in loose boxes, every family, batches, budgets",
         description="Coverage of the truth by every printed DP-SGD interval, with the share "
-                    "of replications in which the package warned (ConvergenceWarning).")
+                    "of replications in which the package warned (ConvergenceWarning).",
+        figures=(FigureSpec("coverage", rb.draw_robustness),))
 
 
 # ---------------------------------------------------------------------------- dpsgd paper

@@ -166,3 +166,52 @@ def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
                          coverage_unwarned=cov_quiet, mcse=mcse, warned=warned,
                          length=float(per_rep["length"].mean()), passes=bool(ok)))
     return pd.DataFrame(rows)
+
+
+def draw_robustness(summary: pd.DataFrame, path=None, *, coef: str = "(average)"):
+    """Coverage of the unwarned intervals per cell (bars: 1.96 MC s.e.), with each cell's
+    share of warned replications beside it, one panel per interval method.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`dpreg.studies.summarize` of the study (grouped by ``warned`` among others).
+    path : str or Path, optional
+    coef : str
+        Which coefficient rows to draw (default the per-replication average).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from matplotlib.figure import Figure
+
+    factors = [c for c in ("family", "n", "p", "budget", "batch", "steps_per_n", "errors",
+                           "sampling", "tau") if c in summary]
+    data = summary[(summary["coef"] == coef) & (summary["method"] != "oracle")]
+    methods = sorted(data["method"].unique())
+    cells = data[factors].drop_duplicates().reset_index(drop=True)
+    labels = [" ".join(f"{k}={v}" for k, v in row.items()) for _, row in cells.iterrows()]
+    fig = Figure(figsize=(7 * len(methods), 0.28 * len(cells) + 1.5), layout="constrained")
+    axes = fig.subplots(1, len(methods), squeeze=False)[0]
+    for ax, method in zip(axes, methods, strict=True):
+        sub = data[data["method"] == method]
+        for i, (_, cell) in enumerate(cells.iterrows()):
+            rows = sub.merge(cell.to_frame().T.astype(sub[factors].dtypes), on=factors)
+            quiet = rows[rows["warned"] == 0]
+            share = rows.loc[rows["warned"] == 1, "reps"].sum() / max(rows["reps"].sum(), 1)
+            if len(quiet):
+                ax.errorbar(quiet["coverage"], [i] * len(quiet),
+                            xerr=1.96 * quiet["coverage_mcse"], fmt="o", color="C0",
+                            capsize=2)
+            ax.text(1.005, i, f"warned {share:.0%}", va="center", fontsize=7,
+                    transform=ax.get_yaxis_transform())
+        ax.axvline(0.95, color="grey", lw=1)
+        ax.set_yticks(range(len(cells)), labels if ax is axes[0] else [""] * len(cells),
+                      fontsize=7)
+        ax.set_xlim(0.5, 1.0)
+        ax.set_xlabel(f"{method}: coverage of unwarned 95% intervals")
+        ax.invert_yaxis()
+    if path is not None:
+        fig.savefig(path, dpi=110)
+    return fig

@@ -12,8 +12,8 @@ from dpreg.studies import replicates as rp
 from dpreg.studies.catalog import LDP_TABLE1_PAPER
 from dpreg.studies.reference import averaged_sgd, clipped_minimizer, ols
 
-SHIPPED = ["smoke", "dpsgd-fig1", "dpsgd-fig2", "dpsgd-fig3", "ldp-table1", "ldp-fig3",
-           "dpgd-fig5-6"]
+SHIPPED = ["smoke", "robustness", "dpsgd-fig1", "dpsgd-fig2", "dpsgd-fig3", "ldp-table1",
+           "ldp-fig3", "dpgd-fig5-6"]
 
 
 def test_catalog_lists_the_issue_studies():
@@ -23,6 +23,11 @@ def test_catalog_lists_the_issue_studies():
         [500, 750, 1000, 1250, 1500]
     assert ds.get_study("dpsgd-fig3").requires == ("dpgd",)
     assert ds.get_study("dpgd-fig5-6").requires == ("dpgd",)
+    # the robustness study: every family, batches, small n, p = 20, an (eps, delta) request
+    cells = [c.params for c in ds.get_study("robustness").cells()]
+    assert {c["family"] for c in cells} == {"linear", "huber", "logistic", "expectile"}
+    assert {c["batch"] for c in cells} >= {1, 10, 50}
+    assert any(c["p"] == 20 for c in cells) and any("eps" in c["budget"] for c in cells)
     with pytest.raises(OptionError, match="unknown study"):
         ds.get_study("fig99")
 
