@@ -336,7 +336,9 @@ class DPRegression:
         if PRECONDITIONER in by_name:
             precond, lr, why = self._preconditioner(Z, by_name[PRECONDITIONER], pub, opts,
                                                     rng_matrix)
-            pub = dataclasses.replace(pub, lr=lr, reasons=pub.reasons + (why,))
+            # the preconditioned step replaces the un-preconditioned default's reason
+            kept = tuple(r for r in pub.reasons if not r.startswith("lr = "))
+            pub = dataclasses.replace(pub, lr=lr, reasons=kept + (why,))
         settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,
                                steps=pub.steps, clip=pub.clip, lr=pub.lr,
                                lr_decay=float(opts.lr_decay),
