@@ -25,8 +25,13 @@ def star_dir():
 @pytest.fixture
 def small_frame(seed):
     """A small frame with a numeric, a categorical and a binary column (bounded)."""
+    return make_small_frame(seed)
+
+
+def make_small_frame(seed, n: int = 400) -> pd.DataFrame:
+    """``n`` rows of ``y = 1 + 0.5 x - 0.3 [g = b] + 0.4 d + N(0, 0.5^2)``, clipped to
+    [-3, 5], with ``x ~ U(-1, 1)``, ``g`` in {a, b, c} and a binary ``d``."""
     rng = np.random.default_rng(seed)
-    n = 400
     x = rng.uniform(-1, 1, n)
     g = rng.choice(["a", "b", "c"], n)
     d = rng.integers(0, 2, n)

@@ -16,15 +16,9 @@ FORMULA = "y ~ x + np.log1p(x + 1) + C(g) + d"
 
 @pytest.fixture(scope="module")
 def fitted():
-    from tests.conftest import SMALL_BOUNDS
+    from tests.conftest import SMALL_BOUNDS, make_small_frame
 
-    rng = np.random.default_rng(11)
-    n = 300
-    x = rng.uniform(-1, 1, n)
-    g = rng.choice(["a", "b", "c"], n)
-    d = rng.integers(0, 2, n)
-    y = np.clip(1.0 + 0.5 * x - 0.3 * (g == "b") + 0.4 * d + rng.normal(0, 0.5, n), -3, 5)
-    frame = pd.DataFrame({"y": y, "x": x, "g": g, "d": d})
+    frame = make_small_frame(11, n=300)
     bounds = dict(SMALL_BOUNDS, **{"np.log1p(x + 1)": (0.0, np.log(3.0))})
     # cov_type given: at n = 300 the floor check may make random scaling the default,
     # and these tests are about layouts with standard errors

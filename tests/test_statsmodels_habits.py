@@ -7,7 +7,6 @@ only differences are floating-point summation order.
 """
 
 import numpy as np
-import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
@@ -132,15 +131,9 @@ LEVELS = {"g": ["a", "b", "c"]}
 
 @pytest.fixture(scope="module")
 def private_ols():
-    from tests.conftest import SMALL_BOUNDS
+    from tests.conftest import SMALL_BOUNDS, make_small_frame
 
-    rng = np.random.default_rng(20251122)
-    n = 400
-    x = rng.uniform(-1, 1, n)
-    g = rng.choice(["a", "b", "c"], n)
-    d = rng.integers(0, 2, n)
-    y = np.clip(1.0 + 0.5 * x - 0.3 * (g == "b") + 0.4 * d + rng.normal(0, 0.5, n), -3, 5)
-    frame = pd.DataFrame({"y": y, "x": x, "g": g, "d": d})
+    frame = make_small_frame(20251122)
     res = dpreg.dp_ols("y ~ x + C(g) + d", frame, mu=2.0, bounds=SMALL_BOUNDS, levels=LEVELS,
                        random_state=5, steps=30000)
     return res, frame
