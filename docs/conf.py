@@ -1,8 +1,10 @@
 """Sphinx configuration of the dpreg documentation (built in CI with -W)."""
 
+import dpreg
+
 project = "dpreg"
 author = "dpreg developers"
-release = "0.1.0"
+release = dpreg.__version__  # the one version number (dpreg/__init__.py)
 extensions = [
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",

@@ -29,7 +29,7 @@ from dpreg.results import DPRegressionResults
 from dpreg.stream import LDPStream
 from dpreg.summary import summary_col
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "DPRegression", "DPRegressionResults",
