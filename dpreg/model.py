@@ -232,11 +232,6 @@ class DPRegression:
         runs : int
             DP-GD: independent runs for ``cov_type="runs"`` (must equal
             ``n_estimates``); each run costs its share of the budget.
-
-        Returns
-        -------
-        DPRegressionResults
-
         condition : {"private", "bounds", "none"}
             DP-SGD's coordinates (see the user guide's "Convergence, conditioning and
             diagnostics"). ``"private"`` (default): numeric columns mapped into
