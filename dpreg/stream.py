@@ -51,7 +51,7 @@ PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
 _NOT_FOR_LDP = ("batch_size", "steps")
 _STREAM_OPTIONS = ("mu", "epsilon", "delta", "rho", "cov_type", "clip", "lr", "lr_decay",
                    "x_bound", "budget_split", "n_batches", "random_state", "strict",
-                   "start_params")
+                   "start_params", "condition")
 RS_NOTE = ("RS: random-scaling pivot of the one-pass path (one row per step, no "
            "correction needed; ldp-sgd paper, Cor. 4).")
 
@@ -70,7 +70,13 @@ class _LDPRun:
         self.opts = opts
         design = model.design
         obj = model.objective
-        self.pub = model._public_settings(opts)
+        # The public map of the columns into [-1, 1] (dpreg.conditioning): a fixed matrix
+        # from declared bounds, so each device can apply it to its own row before
+        # computing its gradient; the local mechanism is unchanged. No private
+        # preconditioner: it would be a central release of everyone's rows, which the
+        # local model forbids, so condition="private" means "bounds" here.
+        self.cond = model.engine_coordinates(opts)
+        self.pub = model._public_settings(opts, self.cond, full_batch=True)
         if opts.lr is None:
             # One pass under heavy local noise: the start is forgotten only through the
             # steps. Huber, Table 1 design, n = 40,000, mu = 1, 200 reps: PRS covers
@@ -118,8 +124,9 @@ class _LDPRun:
             x_bound=self.pub.x_bound, code=obj.family.code, c=float(obj.c),
             tau=float(obj.tau))
         rng_path, self._rng_matrix = np.random.default_rng(self.pub.seed).spawn(2)
-        self.path = LDPPath(design.k_exog, self.settings, model._start(opts.start_params),
-                            rng_path)
+        self.path = LDPPath(design.k_exog, self.settings,
+                            self.cond.to_engine(model._start(opts.start_params)), rng_path,
+                            qmap=self.cond.M_inv)
         self.n_dropped = 0
         self._released: dict[str, Any] | None = None
 
@@ -128,9 +135,14 @@ class _LDPRun:
         obj = self.model.objective
         # Mallows weights on the rows mapped into [-1, 1] by the declared bounds, as the
         # model (and so the oracle) defines them (dpreg.conditioning)
-        w = (mallows_weights(self.model.conditioning.design(X)) if obj.mallows
-             else np.ones(len(y)))
-        self.path.update(X, y, w)
+        Z = self.cond.design(X)  # each device maps its own row: public constants
+        if obj.mallows:
+            model_rows = Z if self.cond is self.model.conditioning \
+                else self.model.conditioning.design(X)
+            w = mallows_weights(model_rows)
+        else:
+            w = np.ones(len(y))
+        self.path.update(Z, y, w)
         self.n_dropped += int(n_dropped)
 
     # ------------------------------------------------------------------ inference
@@ -154,8 +166,10 @@ class _LDPRun:
         S, moved_s = floor_eigenvalues(S_noisy, 0.0, clip ** 2)
         S_tilde = S + self.noise_scale ** 2 * np.eye(len(S))
         A_inv = np.linalg.inv(A)
-        sigma = A_inv @ S_tilde @ A_inv
-        return {"n": n, "sigma": (sigma + sigma.T) / 2, "moved": (moved_a, moved_s)}
+        # floored in the engine's coordinates (where the public bounds hold), then mapped
+        # to the user's exactly: M^-1 Sigma_z M^-T
+        sigma = self.cond.covariance(A_inv @ S_tilde @ A_inv)
+        return {"n": n, "sigma": sigma, "moved": (moved_a, moved_s)}
 
     def results(self, release_plugin: bool | None = None) -> DPRegressionResults:
         n = self.path.nobs
@@ -163,6 +177,8 @@ class _LDPRun:
         if n < 3:
             raise DataError(f"the stream has seen {n} row(s); results need at least 3")
         snap = self.path.snapshot()
+        cond = self.cond
+        params = cond.params(snap.params)
         notes = list(self.pub.reasons)
         if release_plugin is None:
             release_plugin = self.plugin
@@ -171,9 +187,12 @@ class _LDPRun:
                               "'hessian' and 'score' (or cov_type='plugin')")
         if release_plugin and self._released is None:
             self._released = self._release_plugin(snap)
-        inferences: dict[str, Inference] = {"rs": rs_inference(snap.rs_q, 1.0, note=RS_NOTE)}
+        rs_q = cond.covariance(snap.rs_q)
+        inferences: dict[str, Inference] = {"rs": rs_inference(rs_q, 1.0, note=RS_NOTE)}
         steps = np.append(snap.mark_steps[snap.mark_steps < n], n)
-        avgs = np.vstack([snap.mark_avg[snap.mark_steps < n], snap.params])
+        # running averages in the user's coordinates: batch means are linear in them, so
+        # their covariance is the engine's mapped exactly
+        avgs = np.vstack([cond.params(snap.mark_avg[snap.mark_steps < n]), params])
         n_batches = self.opts.n_batches or default_n_batches(n)
         try:
             inferences["batch_means"] = batch_means_inference(steps, avgs, n_batches,
@@ -214,6 +233,9 @@ class _LDPRun:
             "local noise sd (2 B0 / mu)": self.noise_scale,
             "x_bound": "none (Mallows weights)" if self.pub.x_bound is None
             else self.pub.x_bound,
+            "conditioning": cond.description + (
+                "" if cond.is_identity else "; public map only (no private preconditioner "
+                "under local DP)"),
             "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
             "n_batches": n_batches,
             "random_state": "given (kept secret)" if self.opts.random_state is not None
@@ -221,11 +243,11 @@ class _LDPRun:
         }
         trajectory = {"steps": steps, "average": avgs,
                       "rs_q_diag": np.vstack([snap.mark_q[snap.mark_steps < n],
-                                              np.diag(snap.rs_q)]),
+                                              np.diag(rs_q)]),
                       "lr_decay": self.settings.lr_decay, "n_batches": n_batches,
                       "plugin_cov": plugin_cov}
         return DPRegressionResults(
-            params=snap.params, names=design.exog_names, endog_name=design.endog_name,
+            params=params, names=design.exog_names, endog_name=design.endog_name,
             inferences=inferences, cov_type=cov_type, nobs=n,
             df_model=p - int("Intercept" in design.exog_names or "const" in design.exog_names),
             private=True, family_label=obj.label(), engine="LDP-SGD", settings=table,

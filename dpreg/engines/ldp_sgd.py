@@ -94,7 +94,8 @@ class LDPSnapshot:
     mark_avg : ndarray (K, p)
         Running averages at those steps.
     mark_q : ndarray (K, p)
-        Diagonal of the random-scaling matrix of the path up to each mark.
+        Diagonal of the random-scaling matrix of the path up to each mark (mapped by
+        ``qmap`` when the path was given one: then in the user's coordinates).
     a_sum, s_sum : ndarray (p, p) or None
         Plug-in sums ``sum_i h_i x~_i x~_i'`` and ``sum_i g_i g_i'`` (NOT private).
     """
@@ -122,11 +123,22 @@ class LDPPath:
         Public starting point.
     rng : numpy.random.Generator
         Source of every noise draw of the pass.
+    qmap : ndarray (p, p), optional
+        ``M^-1`` of a public conditioning ``X = Z M`` when the rows fed are ``Z``: the
+        marks then record the diagonal of ``M^-1 Q M^-T``, the random-scaling matrix
+        in the user's coordinates (``mark_q``); everything else stays in the engine's
+        coordinates. Default: no map.
     """
 
     def __init__(self, p: int, settings: LDPSettings, theta0: np.ndarray,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, qmap: np.ndarray | None = None):
         self.p = int(p)
+        if qmap is None or np.array_equal(qmap, np.eye(self.p)):
+            self._qmap = np.empty((0, 0))
+        else:
+            self._qmap = np.ascontiguousarray(qmap, dtype=float)
+            if self._qmap.shape != (self.p, self.p):
+                raise ValueError(f"qmap must be {self.p} x {self.p}, got {self._qmap.shape}")
         self.settings = settings
         self._rng = rng
         self._t = 0
@@ -222,7 +234,7 @@ class LDPPath:
                 xscale[start:stop], s.code, s.c, s.tau, self._noise[pos:], self._t,
                 s.lr, s.lr_decay, s.clip, s.noise_scale, s.hess_cap, self._theta, self._ref,
                 self._s_run, self._m_acc, self._l_acc, s.plugin, self._a_acc, self._s_acc,
-                marks, mark_avg, mark_q)
+                marks, mark_avg, mark_q, self._qmap)
             if status != _kernels.STATUS_OK:
                 raise ConvergenceError(
                     f"LDP-SGD diverged (non-finite iterate) at row {self._t + done + 1}: the "
