@@ -20,7 +20,7 @@ from dpreg.engines._kernels import (
 @njit(cache=True)
 def ldp_sgd_rows(X, y, xnorm, w, xscale, code, c, tau, noise, t0, lr, lr_decay, clip,
                  noise_scale, hess_cap, theta, ref, s_run, m_acc, l_acc, plugin, a_acc,
-                 s_acc, marks, mark_avg, mark_q, qmap):
+                 s_acc, marks, mark_avg, mark_q, qmap, step_offset):
     """Run one LDP-SGD step (ldp-sgd paper, (2.3)) for each row of ``X`` in order.
 
     Row ``i`` is step ``t = t0 + i + 1``. Its owner computes the weighted score at the
@@ -28,7 +28,7 @@ def ldp_sgd_rows(X, y, xnorm, w, xscale, code, c, tau, noise, t0, lr, lr_decay, 
     family's gradients) and adds ``noise_scale * noise[i]`` (``noise_scale = 2 B0 / mu``)
     before the update
 
-        theta <- theta - lr * t^(-lr_decay) * (g_i + noise_scale * xi_i).
+        theta <- theta - lr * (t + step_offset)^(-lr_decay) * (g_i + noise_scale * xi_i).
 
     Random-scaling sums are kept relative to ``ref`` exactly as in
     :func:`dpreg.engines._kernels.dpsgd_block`.
@@ -68,7 +68,7 @@ def ldp_sgd_rows(X, y, xnorm, w, xscale, code, c, tau, noise, t0, lr, lr_decay, 
                 for b in range(a, p):
                     a_acc[a, b] += hs * xa * X[i, b]
                     s_acc[a, b] += g * g * xa * X[i, b]
-        step = lr * t ** (-lr_decay)
+        step = lr * (t + step_offset) ** (-lr_decay)
         finite = True
         for j in range(p):
             theta[j] -= step * (g * X[i, j] + noise_scale * noise[i, j])

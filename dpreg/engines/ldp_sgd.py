@@ -45,7 +45,8 @@ class LDPSettings:
     Attributes
     ----------
     lr, lr_decay : float
-        Step ``gamma_t = lr * t^(-lr_decay)`` (the paper's ``gamma i^-alpha``).
+        Step ``gamma_t = lr * (t + step_offset)^(-lr_decay)`` (the paper's
+        ``gamma i^-alpha`` when ``step_offset`` is 0).
     clip : float
         ``B0``: every row's gradient is clipped to this norm by its owner.
     noise_scale : float
@@ -60,6 +61,9 @@ class LDPSettings:
         Family code the kernels dispatch on.
     c, tau : float
         The family's truncation constant and expectile location.
+    step_offset : float
+        ``t0 >= 0`` in the step ``lr (t + t0)^-alpha``: a public shift that caps the first
+        steps (asymptotically the same schedule). Default 0.
     """
 
     lr: float
@@ -72,6 +76,7 @@ class LDPSettings:
     code: int
     c: float
     tau: float
+    step_offset: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -234,7 +239,7 @@ class LDPPath:
                 xscale[start:stop], s.code, s.c, s.tau, self._noise[pos:], self._t,
                 s.lr, s.lr_decay, s.clip, s.noise_scale, s.hess_cap, self._theta, self._ref,
                 self._s_run, self._m_acc, self._l_acc, s.plugin, self._a_acc, self._s_acc,
-                marks, mark_avg, mark_q, self._qmap)
+                marks, mark_avg, mark_q, self._qmap, float(s.step_offset))
             if status != _kernels.STATUS_OK:
                 raise ConvergenceError(
                     f"LDP-SGD diverged (non-finite iterate) at row {self._t + done + 1}: the "
