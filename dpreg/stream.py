@@ -346,7 +346,9 @@ class LDPStream:
         ``{"path": 1}``: random scaling and batch means are free; with
         ``cov_type="plugin"`` the default gives path, Hessian and score a third of
         ``mu^2`` each), ``n_batches`` (default ``round(n^0.25)``), ``random_state``,
-        ``strict``, ``start_params``. See :meth:`dpreg.DPRegression.fit`.
+        ``strict``, ``start_params``, ``condition`` (``"bounds"`` or ``"none"``;
+        ``"private"``, the default, means ``"bounds"`` here: the public map only, see
+        the LDP page). See :meth:`dpreg.DPRegression.fit`.
 
     Examples
     --------
