@@ -6,6 +6,12 @@ paper, (2.3)). The analysis is one pass in the order the rows arrive, with memor
 does not grow with n: the iterate, the random-scaling sums, optional plug-in sums and a
 sparse record of the running average (see :mod:`dpreg.engines.ldp_sgd`).
 
+Each device maps its row by the public conditioning of the declared bounds
+(:mod:`dpreg.conditioning`; no private preconditioner, which would be a central
+release) before privatizing its gradient; estimates, intervals and the trajectory are
+mapped back exactly, and free convergence checks run on every result
+(:func:`dpreg.inference.diagnostics.one_pass_report`).
+
 Inference (s.4 of the paper): random scaling ("rs", the default: free, asymptotically
 exact pivot), batch means ("batch_means", free) and the private plug-in ("plugin"),
 whose Hessian and score matrices are *central* releases: a curator must see each row's

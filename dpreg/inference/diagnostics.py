@@ -152,7 +152,10 @@ class ConvergenceReport:
                 f"{1 / RATIO_LOWER:g} times the random-scaling ones (rare at convergence): "
                 "either the path barely moved from its start (too small a step for these "
                 "covariates) or the private Hessian is too noisy; neither interval is "
-                "reliable. Raise lr= or steps=, declare tighter bounds, or raise the budget.")
+                "reliable. " + ("Raise lr=, declare tighter bounds, use more rows, or raise "
+                                "the budget." if engine == "LDP-SGD" else
+                                "Raise lr= or steps=, declare tighter bounds, or raise the "
+                                "budget."))
         return out
 
 
