@@ -12,7 +12,11 @@ import numpy as np
 
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import NormalLaw
-from dpreg.inference.batch_means import batch_means_covariance, default_n_batches
+from dpreg.inference.batch_means import (
+    batch_means_covariance,
+    batch_means_critical_value,
+    default_n_batches,
+)
 from dpreg.inference.pivot import rs_pivot
 
 __all__ = ["trajectory_bands", "plot_trajectory"]
@@ -64,17 +68,17 @@ def trajectory_bands(trajectory: dict, alpha: float = 0.05, start: float = 0.005
         diag = np.diag(trajectory["plugin_cov"])[None, :]
         out["half_width"]["plugin"] = NormalLaw().critical_value(alpha) * np.sqrt(diag / t)
     if "batch_means" in methods:
-        z = NormalLaw().critical_value(alpha)
         hw = np.full_like(out["estimate"], np.nan)
         for r, k in enumerate(keep):
             n_k = int(steps[k])
             try:
-                sigma, _ = batch_means_covariance(steps[:k + 1], avg[:k + 1],
+                sigma, used = batch_means_covariance(steps[:k + 1], avg[:k + 1],
                                                   default_n_batches(n_k),
                                                   trajectory["lr_decay"])
             except OptionError:
                 continue  # too few steps for batches yet
-            hw[r] = z * np.sqrt(np.clip(np.diag(sigma), 0, None) / n_k)
+            hw[r] = batch_means_critical_value(used, alpha) * np.sqrt(
+                np.clip(np.diag(sigma), 0, None) / n_k)
         out["half_width"]["batch_means"] = hw
     return out
 

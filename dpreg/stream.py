@@ -6,6 +6,12 @@ paper, (2.3)). The analysis is one pass in the order the rows arrive, with memor
 does not grow with n: the iterate, the random-scaling sums, optional plug-in sums and a
 sparse record of the running average (see :mod:`dpreg.engines.ldp_sgd`).
 
+Each device maps its row by the public conditioning of the declared bounds
+(:mod:`dpreg.conditioning`; no private preconditioner, which would be a central
+release) before privatizing its gradient; estimates, intervals and the trajectory are
+mapped back exactly, and free convergence checks run on every result
+(:func:`dpreg.inference.diagnostics.one_pass_report`).
+
 Inference (s.4 of the paper): random scaling ("rs", the default: free, asymptotically
 exact pivot), batch means ("batch_means", free) and the private plug-in ("plugin"),
 whose Hessian and score matrices are *central* releases: a curator must see each row's
@@ -32,6 +38,7 @@ from dpreg.families import get_family, mallows_weights
 from dpreg.formula import build_chunk, build_design, capture_env, column_kinds
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
+from dpreg.inference.diagnostics import attach_report, one_pass_report
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.model import DPRegression, _family_constants
@@ -51,9 +58,49 @@ PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
 _NOT_FOR_LDP = ("batch_size", "steps")
 _STREAM_OPTIONS = ("mu", "epsilon", "delta", "rho", "cov_type", "clip", "lr", "lr_decay",
                    "x_bound", "budget_split", "n_batches", "random_state", "strict",
-                   "start_params")
+                   "start_params", "condition")
 RS_NOTE = ("RS: random-scaling pivot of the one-pass path (one row per step, no "
            "correction needed; ldp-sgd paper, Cor. 4).")
+
+
+#: Default ``lr * hess_bound`` of the linear family under LDP-SGD (:func:`ldp_step`).
+LINEAR_LDP_LR = 2.0
+
+
+def ldp_step(obj, row_sq: float, lr_decay: float) -> tuple[float, float, str]:
+    """The default step ``lr (t + t0)^-alpha`` of a one-pass LDP-SGD path.
+
+    Curved scores (Huber, logistic, expectile) keep ``lr = ldp_lr_scale / kappa``,
+    ``kappa = hess_bound * row_sq`` the public bound on a row's curvature, and ``t0 =
+    0``: a larger step biases the average of their noisy iterates (Family docs; Huber,
+    ldp-sgd Table 1 design, n = 40,000, mu = 1, 200 reps: PRS covers 93.0% at
+    1/(4 kappa), 94.8% at 1/kappa; at 2/kappa the plug-in covers 84%).
+
+    The linear family's score is linear in theta, so the step has no such bias and is
+    limited by stability alone. One pass takes only ``n`` steps and the path
+    decorrelates on a time scale ``t^alpha / (lr lambda)``, ``lambda`` the curvature of
+    its slowest direction, which in conditioned coordinates is ``E z_j^2 <= 1`` and far
+    smaller when the declared box is loose (1/16 for N(0, 1) covariates declared in
+    [-4, 4]). At ``lr = 1 / row_sq`` (``row_sq = 1 + p`` on ``p`` conditioned columns)
+    that time scale is a sizeable share of ``n`` and random scaling and batch means
+    undercover (the LDP page of the user guide: 0.75 and 0.52 at n = 20,000, p = 3,
+    mu = 2). The default is ``lr = 2 / hess_bound`` with the public offset ``t0 =
+    (lr hess_bound row_sq)^(1/alpha) - 1``, which caps every step at ``1 / (hess_bound
+    row_sq)`` (no step expands along any row, whatever its norm) and changes the
+    schedule only in its first ``t0`` steps (asymptotically the same ``gamma t^-alpha``
+    of the ldp-sgd paper's Theorem 2). Returns ``(lr, t0, reason)``.
+    """
+    if obj.family.name != "linear":
+        kappa = obj.hess_bound * row_sq
+        lr = obj.family.ldp_lr_scale / kappa
+        return lr, 0.0, (f"lr = {lr:.4g} = {obj.family.ldp_lr_scale:g}/kappa, kappa = "
+                         f"{kappa:.4g} the public bound on a row's curvature.")
+    lr = LINEAR_LDP_LR / obj.hess_bound
+    t0 = max(0.0, (lr * obj.hess_bound * row_sq) ** (1.0 / lr_decay) - 1.0)
+    return lr, t0, (f"lr = {lr:.4g}, steps lr (t + t0)^-alpha with t0 = {t0:.4g}: no step "
+                    f"exceeds 1/(hess_bound row_sq) = {1 / (obj.hess_bound * row_sq):.4g}, "
+                    "and the path decorrelates within one pass (a linear score has no "
+                    "step-size bias).")
 
 
 class _LDPRun:
@@ -70,18 +117,18 @@ class _LDPRun:
         self.opts = opts
         design = model.design
         obj = model.objective
-        self.pub = model._public_settings(opts)
+        # The public map of the columns into [-1, 1] (dpreg.conditioning): a fixed matrix
+        # from declared bounds, so each device can apply it to its own row before
+        # computing its gradient; the local mechanism is unchanged. No private
+        # preconditioner: it would be a central release of everyone's rows, which the
+        # local model forbids, so condition="private" means "bounds" here.
+        self.cond = model.engine_coordinates(opts)
+        self.pub = model._public_settings(opts, self.cond, full_batch=True)
+        self.step_offset = 0.0
         if opts.lr is None:
-            # One pass under heavy local noise: the start is forgotten only through the
-            # steps. Huber, Table 1 design, n = 40,000, mu = 1, 200 reps: PRS covers
-            # 93.0% at 1/(4 kappa), 94.8% at 1/kappa; at 2/kappa the path is too noisy
-            # and the plug-in covers 84%. Curved scores use 1/(4 kappa) (Family docs).
-            kappa = obj.hess_bound * self.pub.row_sq_bound
-            lr = obj.family.ldp_lr_scale / kappa
-            self.pub = dataclasses.replace(
-                self.pub, lr=lr, reasons=self.pub.reasons + (
-                    f"lr = {lr:.4g} = {obj.family.ldp_lr_scale:g}/kappa, kappa = {kappa:.4g} "
-                    "the public bound on a row's curvature.",))
+            lr, self.step_offset, why = ldp_step(obj, self.pub.row_sq_bound,
+                                                 float(opts.lr_decay))
+            self.pub = dataclasses.replace(self.pub, lr=lr, reasons=self.pub.reasons + (why,))
         self.split = opts.split()
         self.plugin = "hessian" in self.split
         clip = self.pub.clip
@@ -116,10 +163,11 @@ class _LDPRun:
             lr=self.pub.lr, lr_decay=float(opts.lr_decay), clip=clip,
             noise_scale=self.noise_scale, plugin=self.plugin, hess_cap=obj.hess_bound,
             x_bound=self.pub.x_bound, code=obj.family.code, c=float(obj.c),
-            tau=float(obj.tau))
+            tau=float(obj.tau), step_offset=self.step_offset)
         rng_path, self._rng_matrix = np.random.default_rng(self.pub.seed).spawn(2)
-        self.path = LDPPath(design.k_exog, self.settings, model._start(opts.start_params),
-                            rng_path)
+        self.path = LDPPath(design.k_exog, self.settings,
+                            self.cond.to_engine(model._start(opts.start_params)), rng_path,
+                            qmap=self.cond.M_inv)
         self.n_dropped = 0
         self._released: dict[str, Any] | None = None
 
@@ -128,9 +176,14 @@ class _LDPRun:
         obj = self.model.objective
         # Mallows weights on the rows mapped into [-1, 1] by the declared bounds, as the
         # model (and so the oracle) defines them (dpreg.conditioning)
-        w = (mallows_weights(self.model.conditioning.design(X)) if obj.mallows
-             else np.ones(len(y)))
-        self.path.update(X, y, w)
+        Z = self.cond.design(X)  # each device maps its own row: public constants
+        if obj.mallows:
+            model_rows = Z if self.cond is self.model.conditioning \
+                else self.model.conditioning.design(X)
+            w = mallows_weights(model_rows)
+        else:
+            w = np.ones(len(y))
+        self.path.update(Z, y, w)
         self.n_dropped += int(n_dropped)
 
     # ------------------------------------------------------------------ inference
@@ -154,8 +207,10 @@ class _LDPRun:
         S, moved_s = floor_eigenvalues(S_noisy, 0.0, clip ** 2)
         S_tilde = S + self.noise_scale ** 2 * np.eye(len(S))
         A_inv = np.linalg.inv(A)
-        sigma = A_inv @ S_tilde @ A_inv
-        return {"n": n, "sigma": (sigma + sigma.T) / 2, "moved": (moved_a, moved_s)}
+        # floored in the engine's coordinates (where the public bounds hold), then mapped
+        # to the user's exactly: M^-1 Sigma_z M^-T
+        sigma = self.cond.covariance(A_inv @ S_tilde @ A_inv)
+        return {"n": n, "sigma": sigma, "moved": (moved_a, moved_s)}
 
     def results(self, release_plugin: bool | None = None) -> DPRegressionResults:
         n = self.path.nobs
@@ -163,6 +218,8 @@ class _LDPRun:
         if n < 3:
             raise DataError(f"the stream has seen {n} row(s); results need at least 3")
         snap = self.path.snapshot()
+        cond = self.cond
+        params = cond.params(snap.params)
         notes = list(self.pub.reasons)
         if release_plugin is None:
             release_plugin = self.plugin
@@ -171,9 +228,12 @@ class _LDPRun:
                               "'hessian' and 'score' (or cov_type='plugin')")
         if release_plugin and self._released is None:
             self._released = self._release_plugin(snap)
-        inferences: dict[str, Inference] = {"rs": rs_inference(snap.rs_q, 1.0, note=RS_NOTE)}
+        rs_q = cond.covariance(snap.rs_q)
+        inferences: dict[str, Inference] = {"rs": rs_inference(rs_q, 1.0, note=RS_NOTE)}
         steps = np.append(snap.mark_steps[snap.mark_steps < n], n)
-        avgs = np.vstack([snap.mark_avg[snap.mark_steps < n], snap.params])
+        # running averages in the user's coordinates: batch means are linear in them, so
+        # their covariance is the engine's mapped exactly
+        avgs = np.vstack([cond.params(snap.mark_avg[snap.mark_steps < n]), params])
         n_batches = self.opts.n_batches or default_n_batches(n)
         try:
             inferences["batch_means"] = batch_means_inference(steps, avgs, n_batches,
@@ -210,10 +270,14 @@ class _LDPRun:
         split = self.split
         table = {
             "engine": "ldp_sgd", "rows (one pass)": n, "lr": self.settings.lr,
-            "lr_decay": self.settings.lr_decay, "clip (B0)": self.settings.clip,
+            "lr_decay": self.settings.lr_decay, "step offset t0": self.settings.step_offset,
+            "clip (B0)": self.settings.clip,
             "local noise sd (2 B0 / mu)": self.noise_scale,
             "x_bound": "none (Mallows weights)" if self.pub.x_bound is None
             else self.pub.x_bound,
+            "conditioning": cond.description + (
+                "" if cond.is_identity else "; public map only (no private preconditioner "
+                "under local DP)"),
             "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
             "n_batches": n_batches,
             "random_state": "given (kept secret)" if self.opts.random_state is not None
@@ -221,17 +285,20 @@ class _LDPRun:
         }
         trajectory = {"steps": steps, "average": avgs,
                       "rs_q_diag": np.vstack([snap.mark_q[snap.mark_steps < n],
-                                              np.diag(snap.rs_q)]),
+                                              np.diag(rs_q)]),
                       "lr_decay": self.settings.lr_decay, "n_batches": n_batches,
                       "plugin_cov": plugin_cov}
-        return DPRegressionResults(
-            params=snap.params, names=design.exog_names, endog_name=design.endog_name,
+        report = one_pass_report(design.exog_names, inferences, params, steps, avgs, n,
+                                 self.settings.lr_decay)
+        res = DPRegressionResults(
+            params=params, names=design.exog_names, endog_name=design.endog_name,
             inferences=inferences, cov_type=cov_type, nobs=n,
             df_model=p - int("Intercept" in design.exog_names or "const" in design.exog_names),
             private=True, family_label=obj.label(), engine="LDP-SGD", settings=table,
             n_dropped=self.n_dropped, formula=design.formula,
             ledger=copy.deepcopy(self.ledger), cov_matrix=cov,
             design_info=design.design_info, trajectory=trajectory, notes=tuple(notes))
+        return attach_report(res, report, "LDP-SGD")
 
 
 def fit_ldp_sgd(model, opts: FitOptions, request: PrivacyRequest) -> DPRegressionResults:
@@ -285,7 +352,9 @@ class LDPStream:
         ``{"path": 1}``: random scaling and batch means are free; with
         ``cov_type="plugin"`` the default gives path, Hessian and score a third of
         ``mu^2`` each), ``n_batches`` (default ``round(n^0.25)``), ``random_state``,
-        ``strict``, ``start_params``. See :meth:`dpreg.DPRegression.fit`.
+        ``strict``, ``start_params``, ``condition`` (``"bounds"`` or ``"none"``;
+        ``"private"``, the default, means ``"bounds"`` here: the public map only, see
+        the LDP page). See :meth:`dpreg.DPRegression.fit`.
 
     Examples
     --------

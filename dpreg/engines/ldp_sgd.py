@@ -45,7 +45,8 @@ class LDPSettings:
     Attributes
     ----------
     lr, lr_decay : float
-        Step ``gamma_t = lr * t^(-lr_decay)`` (the paper's ``gamma i^-alpha``).
+        Step ``gamma_t = lr * (t + step_offset)^(-lr_decay)`` (the paper's
+        ``gamma i^-alpha`` when ``step_offset`` is 0).
     clip : float
         ``B0``: every row's gradient is clipped to this norm by its owner.
     noise_scale : float
@@ -60,6 +61,9 @@ class LDPSettings:
         Family code the kernels dispatch on.
     c, tau : float
         The family's truncation constant and expectile location.
+    step_offset : float
+        ``t0 >= 0`` in the step ``lr (t + t0)^-alpha``: a public shift that caps the first
+        steps (asymptotically the same schedule). Default 0.
     """
 
     lr: float
@@ -72,6 +76,7 @@ class LDPSettings:
     code: int
     c: float
     tau: float
+    step_offset: float = 0.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -94,7 +99,8 @@ class LDPSnapshot:
     mark_avg : ndarray (K, p)
         Running averages at those steps.
     mark_q : ndarray (K, p)
-        Diagonal of the random-scaling matrix of the path up to each mark.
+        Diagonal of the random-scaling matrix of the path up to each mark (mapped by
+        ``qmap`` when the path was given one: then in the user's coordinates).
     a_sum, s_sum : ndarray (p, p) or None
         Plug-in sums ``sum_i h_i x~_i x~_i'`` and ``sum_i g_i g_i'`` (NOT private).
     """
@@ -122,11 +128,22 @@ class LDPPath:
         Public starting point.
     rng : numpy.random.Generator
         Source of every noise draw of the pass.
+    qmap : ndarray (p, p), optional
+        ``M^-1`` of a public conditioning ``X = Z M`` when the rows fed are ``Z``: the
+        marks then record the diagonal of ``M^-1 Q M^-T``, the random-scaling matrix
+        in the user's coordinates (``mark_q``); everything else stays in the engine's
+        coordinates. Default: no map.
     """
 
     def __init__(self, p: int, settings: LDPSettings, theta0: np.ndarray,
-                 rng: np.random.Generator):
+                 rng: np.random.Generator, qmap: np.ndarray | None = None):
         self.p = int(p)
+        if qmap is None or np.array_equal(qmap, np.eye(self.p)):
+            self._qmap = np.empty((0, 0))
+        else:
+            self._qmap = np.ascontiguousarray(qmap, dtype=float)
+            if self._qmap.shape != (self.p, self.p):
+                raise ValueError(f"qmap must be {self.p} x {self.p}, got {self._qmap.shape}")
         self.settings = settings
         self._rng = rng
         self._t = 0
@@ -222,7 +239,7 @@ class LDPPath:
                 xscale[start:stop], s.code, s.c, s.tau, self._noise[pos:], self._t,
                 s.lr, s.lr_decay, s.clip, s.noise_scale, s.hess_cap, self._theta, self._ref,
                 self._s_run, self._m_acc, self._l_acc, s.plugin, self._a_acc, self._s_acc,
-                marks, mark_avg, mark_q)
+                marks, mark_avg, mark_q, self._qmap, float(s.step_offset))
             if status != _kernels.STATUS_OK:
                 raise ConvergenceError(
                     f"LDP-SGD diverged (non-finite iterate) at row {self._t + done + 1}: the "

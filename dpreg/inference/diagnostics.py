@@ -22,6 +22,28 @@ Three checks, each computed from what the fit has already released:
   those directions. The plug-in standard errors are recomputed with the floor doubled;
   a change above :data:`FLOOR_SENSITIVITY` flags the coefficient.
 
+One-pass paths (LDP-SGD) have random scaling and batch means for free and a plug-in
+only when its budget was spent (:func:`one_pass_report`):
+
+* **RS versus batch means.** Both estimate the path's long-run variance from the same
+  path. The check uses :data:`BM_CHECK_FACTOR` = 4 times the default number of batches
+  (``M = 4 round(n^0.25)``, batches ending at ``((k + 1) / (M + 1))^(1/(1-alpha)) n``):
+  a converged path gives the same variance at any batch length, while a path whose
+  slow directions decorrelate on a time scale comparable to a batch (a step too small
+  for a loose box, or a path still travelling from its start) looks far less variable
+  to short batches than to random scaling, which sees the whole path. In the Brownian
+  limit the ratio of the 95% lengths is ``c_RS sqrt(int B^2) / (c_BM sqrt(Sigma_BM))``,
+  ``Sigma_BM`` Chen et al.'s functional of the same Brownian motion and ``c_BM =
+  sqrt(M/(M-1)) t_{M-1}``; its law depends on ``M`` and ``alpha`` and is simulated by
+  :func:`one_pass_null`. It exceeds :data:`BM_RATIO_LIMIT` = 4 or falls below
+  :data:`BM_RATIO_LOWER` = 0.3 with probability under 1e-3 for ``M >= 8`` and
+  ``alpha`` in [0.51, 0.75] (:func:`one_pass_false_alarm`, tested).
+* **Halves, studentized by RS.** ``H = (second - first) / sqrt(Q_jj (1/r + 1/(1-r)))``
+  for the averages before and after step ``r n``; at ``r = 1/2`` its limit law is
+  ``-2 B(1/2) / sqrt(int B^2)``, free of every constant (heavy-tailed: ``|H| > 4`` has
+  probability 0.04); ``|H| >`` :data:`RS_HALVES_LIMIT` = 6 has probability under 1e-3.
+* **RS versus plug-in**, when the plug-in was released: as above (:data:`RATIO_LIMIT`).
+
 References: the dpsgd-inference paper (Xia, Zhang and Cai), Prop. 3 for the law of
 ``Q``; the docs' corrections page for the batch-size normalization ``E = T m / n``.
 """
@@ -33,7 +55,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
-           "check_path", "ratio_false_alarm"]
+           "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
+           "RS_HALVES_LIMIT",
+           "check_path", "ratio_false_alarm", "one_pass_null", "one_pass_false_alarm",
+           "one_pass_report"]
 
 #: RS / plug-in length ratio beyond which a path counts as unconverged.
 RATIO_LIMIT = 4.0
@@ -45,6 +70,22 @@ HALVES_LIMIT = 4.0
 #: Relative change of a plug-in standard error when the eigenvalue floor is doubled
 #: beyond which the floor, not the data, decided it.
 FLOOR_SENSITIVITY = 0.2
+#: The check's batch means use this many times the default number of batches
+#: (``4 round(n^0.25)``: 48 at n = 20,000): shorter batches see a slowly mixing path as
+#: far less variable than random scaling does, while a converged path gives the same
+#: variance at any batch length.
+BM_CHECK_FACTOR = 4
+#: RS / batch-means length ratio of a one-pass path beyond which it counts as
+#: unconverged (false alarm under 1e-3, :func:`one_pass_false_alarm`).
+BM_RATIO_LIMIT = 4.0
+#: ... and below which the two disagree the other way (false alarm under 1e-3).
+BM_RATIO_LOWER = 0.3
+#: Fewest batches for the RS / batch-means check (with fewer, batch means' own spread
+#: makes any limit either blind or noisy: P(ratio > 4) = 0.011 at M = 3).
+BM_MIN_BATCHES = 8
+#: |H| of the RS-studentized halves statistic beyond which a one-pass path is still
+#: moving (false alarm under 1e-3).
+RS_HALVES_LIMIT = 6.0
 
 
 @dataclass(frozen=True)
@@ -61,6 +102,11 @@ class ConvergenceReport:
         Relative change of the plug-in s.e. when the Hessian's eigenvalue floor doubles.
     unconverged, floor_decided, plugin_too_long : tuple of str
         Coefficients flagged by each check.
+    bm_ratio : dict
+        One-pass paths: RS length over batch-means length of each interval.
+    checks : tuple of str
+        One-pass paths: the checks that ran (``"rs/batch_means"``, ``"halves"``,
+        ``"rs/plugin"``).
     """
 
     length_ratio: dict = field(default_factory=dict)
@@ -69,6 +115,8 @@ class ConvergenceReport:
     unconverged: tuple = ()
     floor_decided: tuple = ()
     plugin_too_long: tuple = ()
+    bm_ratio: dict = field(default_factory=dict)
+    checks: tuple = ()
 
     @property
     def ok(self) -> bool:
@@ -77,7 +125,15 @@ class ConvergenceReport:
     def messages(self, engine: str = "DP-SGD") -> list[str]:
         """One line per finding, each saying what to change."""
         out = []
-        if self.unconverged:
+        if self.unconverged and engine == "LDP-SGD":
+            out.append(
+                f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
+                "and batch-means intervals, the two halves of the path, or random scaling "
+                "and the plug-in disagree beyond what a converged path gives with "
+                "probability 1e-3): the intervals of these coefficients are unreliable. "
+                "Declare tighter bounds for the covariates (a loose box leaves directions "
+                "that mix slowly in one pass), use more rows, or raise lr=.")
+        elif self.unconverged:
             out.append(
                 f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
                 f"interval over {RATIO_LIMIT:g} times the plug-in's, or the two halves of "
@@ -96,7 +152,10 @@ class ConvergenceReport:
                 f"{1 / RATIO_LOWER:g} times the random-scaling ones (rare at convergence): "
                 "either the path barely moved from its start (too small a step for these "
                 "covariates) or the private Hessian is too noisy; neither interval is "
-                "reliable. Raise lr= or steps=, declare tighter bounds, or raise the budget.")
+                "reliable. " + ("Raise lr=, declare tighter bounds, use more rows, or raise "
+                                "the budget." if engine == "LDP-SGD" else
+                                "Raise lr= or steps=, declare tighter bounds, or raise the "
+                                "budget."))
         return out
 
 
@@ -215,3 +274,134 @@ def attach_report(res, report: ConvergenceReport | None, engine: str):
         warnings.warn(message, ConvergenceWarning, stacklevel=_user_stacklevel())
         res.notes = res.notes + ("WARNING: " + message,)
     return res
+
+
+def one_pass_null(n_batches: int, lr_decay: float, *, draws: int = 100_000,
+                  grid: int = 2048, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Simulate the converged-path law of the two one-pass statistics.
+
+    Brownian paths ``W`` on ``grid`` points of ``[0, 1]``; batches end at the grid
+    points nearest ``((k + 1) / (M + 1))^(1/(1-alpha))`` as in
+    :func:`dpreg.inference.batch_means.batch_ends`.
+
+    Returns
+    -------
+    ratio : ndarray (draws,)
+        ``c_RS sqrt(int B^2) / (c_BM sqrt(Sigma_BM))``, the RS / batch-means length
+        ratio at 95%.
+    halves : ndarray (draws,)
+        ``-2 B(1/2) / sqrt(int B^2)``, the RS-studentized halves statistic.
+    """
+    from dpreg.inference.batch_means import batch_ends, batch_means_critical_value
+    from dpreg.inference.pivot import rs_pivot
+
+    rng = np.random.default_rng(seed)
+    idx = np.unique(np.clip(np.rint(batch_ends(1.0, n_batches, lr_decay) * grid)
+                            .astype(int), 1, grid))
+    used = len(idx) - 1
+    c_rs = float(rs_pivot.critical_value(0.05))
+    c_bm = batch_means_critical_value(used, 0.05)
+    r = np.arange(1, grid + 1) / grid
+    e = idx / grid
+    lengths = np.diff(e)
+    ratio, halves = [], []
+    for start in range(0, draws, 4000):
+        k = min(4000, draws - start)
+        W = np.cumsum(rng.standard_normal((k, grid)), axis=1) / np.sqrt(grid)
+        B = W - r * W[:, -1:]
+        int_b2 = np.mean(B ** 2, axis=1)
+        We = W[:, idx - 1]
+        means = np.diff(We, axis=1) / lengths
+        overall = (We[:, -1] - We[:, 0]) / (e[-1] - e[0])
+        sigma = np.sum(lengths * (means - overall[:, None]) ** 2, axis=1) / used
+        scale_bm = np.sqrt(sigma * used / (used - 1))
+        ratio.append(c_rs * np.sqrt(int_b2) / (c_bm * scale_bm))
+        halves.append(-2.0 * B[:, grid // 2 - 1] / np.sqrt(int_b2))
+    return np.concatenate(ratio), np.concatenate(halves)
+
+
+def one_pass_false_alarm(n_batches: int, lr_decay: float = 0.51, *, draws: int = 100_000,
+                         grid: int = 2048, seed: int = 0) -> dict[str, float]:
+    """Probabilities that a converged one-pass path trips each check (simulated by
+    :func:`one_pass_null`): ``{"ratio_above", "ratio_below", "halves"}``."""
+    ratio, halves = one_pass_null(n_batches, lr_decay, draws=draws, grid=grid, seed=seed)
+    return {"ratio_above": float(np.mean(ratio > BM_RATIO_LIMIT)),
+            "ratio_below": float(np.mean(ratio < BM_RATIO_LOWER)),
+            "halves": float(np.mean(np.abs(halves) > RS_HALVES_LIMIT))}
+
+
+def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps: int,
+                    lr_decay: float) -> ConvergenceReport:
+    """The free checks of a one-pass path (module notes), in the user's coordinates.
+
+    Parameters
+    ----------
+    names : sequence of str
+    inferences : dict
+        ``"rs"`` (required) and ``"plugin"`` when it was released.
+    params : ndarray (p,)
+        The averaged iterate after ``steps`` rows.
+    traj_steps, traj_avg : ndarray (K,), (K, p)
+        Running averages recorded along the path (the last at ``steps``).
+    steps : int
+        ``n``.
+    lr_decay : float
+        ``alpha``: the batch layout of the check.
+    """
+    from dpreg.exceptions import OptionError
+    from dpreg.inference.batch_means import (
+        batch_means_covariance,
+        batch_means_critical_value,
+        default_n_batches,
+    )
+
+    names = list(names)
+    rs = inferences["rs"]
+    c_rs = float(rs.law.critical_value(0.05))
+    rs_len = c_rs * np.asarray(rs.scale)
+    unconverged: set = set()
+    checks = []
+    bm_ratio = {}
+    traj_steps = np.asarray(traj_steps)
+    try:
+        sigma, used = batch_means_covariance(traj_steps, traj_avg,
+                                             BM_CHECK_FACTOR * default_n_batches(steps),
+                                             lr_decay)
+    except OptionError:
+        used = 0
+    if used >= BM_MIN_BATCHES:
+        bm_len = batch_means_critical_value(used, 0.05) * np.sqrt(
+            np.clip(np.diag(sigma), 0.0, None) / steps * used / (used - 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratio = rs_len / bm_len
+        bm_ratio = dict(zip(names, ratio.tolist(), strict=True))
+        unconverged |= {nm for nm, v in bm_ratio.items()
+                        if not BM_RATIO_LOWER <= v <= BM_RATIO_LIMIT}
+        checks.append("rs/batch_means")
+    z = {}
+    if traj_steps.size and steps >= 100:
+        k = int(np.argmin(np.abs(traj_steps - steps / 2)))
+        t1 = float(traj_steps[k])
+        if 0 < t1 < steps:
+            first = np.asarray(traj_avg)[k]
+            second = (steps * np.asarray(params) - t1 * first) / (steps - t1)
+            frac = t1 / steps
+            # Var(second - first) = (W_jj / n) (1/r + 1/(1-r)); RS's Q_jj stands in for
+            # W_jj / n (its law: W_jj int B^2 / n, folded into the null of H)
+            var = np.asarray(rs.scale) ** 2 * (1.0 / frac + 1.0 / (1.0 - frac))
+            h = (second - first) / np.sqrt(np.maximum(var, np.finfo(float).tiny))
+            z = dict(zip(names, h.tolist(), strict=True))
+            unconverged |= {nm for nm, v in z.items() if abs(v) > RS_HALVES_LIMIT}
+            checks.append("halves")
+    length_ratio, too_long = {}, ()
+    if "plugin" in inferences:
+        plugin = check_path(names, plugin_se=inferences["plugin"].scale, rs_scale=rs.scale,
+                            rs_critical=c_rs,
+                            plugin_critical=float(inferences["plugin"].law.critical_value(0.05)))
+        length_ratio, too_long = plugin.length_ratio, plugin.plugin_too_long
+        unconverged |= set(plugin.unconverged)
+        checks.append("rs/plugin")
+    return ConvergenceReport(
+        length_ratio=length_ratio, halves_z=z, unconverged=tuple(n for n in names
+                                                                 if n in unconverged),
+        plugin_too_long=tuple(too_long), bm_ratio=bm_ratio, checks=tuple(checks))

@@ -16,9 +16,10 @@ HUBER = get_family("huber")
 B0 = 1.345 * math.sqrt(2)
 
 
-def _settings(plugin=True, lr=0.5, clip=B0, noise=2.0):
+def _settings(plugin=True, lr=0.5, clip=B0, noise=2.0, step_offset=0.0):
     return LDPSettings(lr=lr, lr_decay=0.51, clip=clip, noise_scale=noise, plugin=plugin,
-                       hess_cap=1.0, x_bound=None, code=HUBER.code, c=1.345, tau=0.5)
+                       hess_cap=1.0, x_bound=None, code=HUBER.code, c=1.345, tau=0.5,
+                       step_offset=step_offset)
 
 
 def _data(seed, n=700, p=3):
@@ -50,7 +51,8 @@ def _numpy_path(X, y, w, s: LDPSettings, seed):
             h = w[i] * float(abs(r) <= s.c)
         A += h * np.outer(X[i], X[i])
         S += np.outer(g, g)
-        theta = theta - s.lr * (i + 1) ** (-s.lr_decay) * (g + s.noise_scale * noise[i])
+        step = s.lr * (i + 1 + s.step_offset) ** (-s.lr_decay)
+        theta = theta - step * (g + s.noise_scale * noise[i])
         out[i] = theta
     return out, A, S
 
@@ -139,3 +141,26 @@ def test_batch_means_against_direct_formula():
     assert used == M
     np.testing.assert_allclose(sigma, direct, rtol=1e-9)
     assert ends[-1] == n and np.all(np.diff(ends) > 0)
+
+
+def test_step_offset_and_mapped_marks_match_numpy(seed):
+    """The step lr (t + t0)^-alpha, and marks that record diag(M^-1 Q_t M^-T) (the
+    random-scaling matrix in the user's coordinates, from the full Q_t) when the path
+    is given a conditioning map; across a noise-block end."""
+    X, y, w = _data(seed, n=NOISE_BLOCK + 700)
+    s = _settings(lr=2.0, step_offset=7.3)
+    M_inv = np.array([[1.0, -0.5, 2.0], [0.0, 0.25, 0.0], [0.0, 0.3, 0.1]])
+    path = LDPPath(3, s, np.zeros(3), np.random.default_rng(seed), qmap=M_inv)
+    path.update(X, y, w)
+    snap = path.snapshot()
+    iterates, _, _ = _numpy_path(X, y, w, s, seed)
+    np.testing.assert_allclose(snap.last, iterates[-1], rtol=1e-10, atol=1e-12)
+    for t, avg, q in zip(snap.mark_steps[1::29], snap.mark_avg[1::29], snap.mark_q[1::29],
+                            strict=True):
+        it = iterates[:t]
+        Dt = np.cumsum(it - it.mean(axis=0), axis=0)
+        Q = Dt.T @ Dt / t ** 3
+        np.testing.assert_allclose(avg, it.mean(axis=0), rtol=1e-10)  # engine coordinates
+        np.testing.assert_allclose(q, np.diag(M_inv @ Q @ M_inv.T), rtol=1e-7, atol=1e-15)
+        # not the map of the diagonal alone
+        assert not np.allclose(q, (M_inv ** 2) @ np.diag(Q), rtol=1e-3)

@@ -1,0 +1,197 @@
+"""LDP-SGD on the public conditioning: natural units converge at the defaults, the map
+back is exact, unconverged paths warn, and the free checks' false-alarm law."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg
+from dpreg.exceptions import ConvergenceWarning
+from dpreg.inference.batch_means import batch_means_critical_value, batch_means_inference
+from dpreg.inference.diagnostics import (
+    BM_RATIO_LIMIT,
+    BM_RATIO_LOWER,
+    RS_HALVES_LIMIT,
+    one_pass_false_alarm,
+    one_pass_null,
+)
+
+NATURAL_BOUNDS = {"age": (18, 90), "educ": (0, 20), "y": (0, 30)}
+
+
+def _natural(seed, n=20_000):
+    """Covariates as an economist writes them: ages and years of schooling."""
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(25, 65, n)
+    educ = rng.uniform(8, 18, n)
+    y = 5 + 0.05 * age + 0.3 * educ + rng.standard_normal(n)
+    return pd.DataFrame({"y": y, "age": age, "educ": educ})
+
+
+def _loose_box(seed, n=20_000):
+    """N(0, 1) covariates declared in [-4, 4]: the conditioned curvature is 1/16."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 3))
+    y = 1 + x.sum(axis=1) + 0.5 * rng.standard_normal(n)
+    d = pd.DataFrame(x, columns=["x1", "x2", "x3"])
+    d["y"] = y
+    bounds = {f"x{j}": (-4, 4) for j in (1, 2, 3)}
+    bounds["y"] = (-9, 11)
+    return d, bounds
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_natural_units_ldp_fit_converges_at_the_defaults(seed, offset):
+    """OLS on ages and years of schooling in honest boxes, n = 20,000, mu = 5: the
+    random-scaling intervals contain the non-private estimates and nothing warns. On
+    the design as given (lr = 1/x_bound^2 ~ 1e-4) the path never left its start: the
+    intercept came out near 15 against 5 and no interval contained its oracle."""
+    d = _natural(seed + offset)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = dpreg.dp_ols("y ~ age + educ", d, engine="ldp_sgd", mu=5,
+                           bounds=NATURAL_BOUNDS, random_state=seed + offset)
+    oracle = dpreg.oracle("y ~ age + educ", d, bounds=NATURAL_BOUNDS).params.to_numpy()
+    ci = res.conf_int(method="rs").to_numpy()
+    assert np.all((ci[:, 0] <= oracle) & (oracle <= ci[:, 1])), (ci, oracle)
+    assert res.convergence.ok and "rs/batch_means" in res.convergence.checks
+    assert "centred and scaled" in res.settings["conditioning"]
+
+
+def test_map_back_is_exact(seed):
+    """Default conditioning of natural-unit columns equals a fit on columns the user
+    centred and scaled by the same public constants with condition='none', mapped back:
+    estimates, every interval, and the trajectory's random-scaling bands."""
+    d = _natural(seed, n=6000)
+    res = dpreg.dp_ols("y ~ age + educ", d, engine="ldp_sgd", mu=5, bounds=NATURAL_BOUNDS,
+                       random_state=3, cov_type="plugin")
+    z = pd.DataFrame({"y": d["y"], "za": (d["age"] - 54) / 36, "ze": (d["educ"] - 10) / 10})
+    ref = dpreg.dp_ols("y ~ za + ze", z, engine="ldp_sgd", mu=5, condition="none",
+                       bounds={"za": (-1, 1), "ze": (-1, 1), "y": (0, 30)}, random_state=3,
+                       cov_type="plugin")
+    # theta = M^-1 theta_z: slope / h, intercept - sum c slope / h
+    M_inv = np.array([[1, -54 / 36, -10 / 10], [0, 1 / 36, 0], [0, 0, 1 / 10]])
+    np.testing.assert_allclose(res.params.to_numpy(), M_inv @ ref.params.to_numpy(),
+                               rtol=1e-9)
+    # slopes: the map is diagonal there, so the scales map one to one
+    for method in ("rs", "batch_means", "plugin"):
+        np.testing.assert_allclose(res.inferences[method].scale[1:],
+                                   ref.inferences[method].scale[1:] / [36, 10], rtol=1e-8,
+                                   err_msg=method)
+    # the intercept mixes coordinates: the plug-in's full covariance maps exactly
+    cov_z = ref.cov_params().to_numpy()
+    np.testing.assert_allclose(res.cov_params().to_numpy(), M_inv @ cov_z @ M_inv.T,
+                               rtol=1e-8)
+    # the trajectory's RS diagonal at every mark is diag(M^-1 Q_t M^-T), which the
+    # engine's own diagonal does not determine: it is recorded from the full Q
+    t_res, t_ref = res.trajectory, ref.trajectory
+    np.testing.assert_array_equal(t_res["steps"], t_ref["steps"])
+    np.testing.assert_allclose(t_res["average"], t_ref["average"] @ M_inv.T, rtol=1e-8,
+                               atol=1e-12)
+    np.testing.assert_allclose(t_res["rs_q_diag"][:, 1:], t_ref["rs_q_diag"][:, 1:]
+                               / np.array([36, 10]) ** 2, rtol=1e-7)
+    assert np.all(t_res["rs_q_diag"][1:, 0] > 0)  # one iterate has no spread
+    np.testing.assert_allclose(t_res["rs_q_diag"][-1], res.inferences["rs"].scale ** 2,
+                               rtol=1e-10)
+
+
+def test_tiny_noise_conditioned_and_raw_paths_share_the_estimand(seed):
+    """With almost no privacy noise both coordinate systems reach the same point: the
+    oracle (the clipped estimand is the OLS fit when no gradient is clipped)."""
+    rng = np.random.default_rng(seed)
+    n = 20_000
+    x = rng.uniform(-2, 2, (n, 2))
+    y = 1 + x @ [0.5, -1.0] + 0.3 * rng.standard_normal(n)
+    d = pd.DataFrame({"y": y, "a": x[:, 0], "b": x[:, 1]})
+    bounds = {"a": (-2, 2), "b": (-2, 2), "y": (-4, 6)}
+    oracle = dpreg.oracle("y ~ a + b", d, bounds=bounds).params.to_numpy()
+    fits = [dpreg.dp_ols("y ~ a + b", d, engine="ldp_sgd", mu=1e4, bounds=bounds,
+                         random_state=1, condition=c).params.to_numpy()
+            for c in ("bounds", "none")]
+    for est in fits:
+        np.testing.assert_allclose(est, oracle, atol=0.02)
+
+
+@pytest.mark.parametrize("offset", [0, 1, 2])
+def test_unconverged_ldp_fit_warns(seed, offset):
+    """A step far below the loose box's curvature (lr = 0.01; the old default on these
+    rows was 0.02): RS covered 0.16 in 100 replications and the check warned in all
+    100 (in 99 at lr = 0.02)."""
+    d, bounds = _loose_box(seed + offset)
+    with pytest.warns(ConvergenceWarning, match="LDP-SGD path not converged"):
+        res = dpreg.dp_ols("y ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2, bounds=bounds,
+                           lr=0.01, random_state=seed + offset)
+    assert res.convergence.unconverged
+    assert "LDP-SGD path not converged" in res.summary().as_text()
+    assert max(res.convergence.bm_ratio.values()) > BM_RATIO_LIMIT
+
+
+def test_stream_warns_too(seed):
+    d, bounds = _loose_box(seed)
+    stream = dpreg.LDPStream("y ~ x1 + x2 + x3", family="linear", mu=2, bounds=bounds,
+                             lr=0.01, random_state=1)
+    stream.consume([d.iloc[i:i + 7000] for i in range(0, len(d), 7000)])
+    with pytest.warns(ConvergenceWarning):
+        stream.results()
+
+
+def test_linear_step_is_capped_by_its_offset():
+    from dpreg.families import get_family
+    from dpreg.families.base import Objective
+    from dpreg.stream import LINEAR_LDP_LR, ldp_step
+
+    obj = Objective(family=get_family("linear"), c=1.0, tau=0.5, weights=np.ones(1),
+                    mallows=False)
+    for row_sq in (1.5, 4.0, 21.0):
+        lr, t0, why = ldp_step(obj, row_sq, 0.51)
+        assert lr == LINEAR_LDP_LR
+        assert lr * (1 + t0) ** -0.51 * row_sq == pytest.approx(1.0)  # no step expands
+        assert "t0" in why
+    huber = Objective(family=get_family("huber"), c=1.345, tau=0.5, weights=np.ones(1),
+                      mallows=True)
+    assert ldp_step(huber, 2.0, 0.51)[:2] == (0.5, 0.0)  # Table 1's step, unchanged
+
+
+def test_batch_means_critical_value_covers_with_independent_batches():
+    """With independent Gaussian iterates, sqrt(M/(M-1)) t_{M-1} is exact: 4,000 paths
+    cover 0.95 within 3 MC s.e. (0.0034); Chen et al.'s normal value covered about 0.88
+    here (M = 6)."""
+    rng = np.random.default_rng(7)
+    n, M, alpha = 3000, 6, 0.51
+    steps = np.arange(1, n + 1)
+    hits = []
+    for _ in range(4000):
+        it = rng.standard_normal((n, 1))
+        inf = batch_means_inference(steps, np.cumsum(it, axis=0) / steps[:, None], M, alpha)
+        crit = inf.law.critical_value(0.05)
+        hits.append(abs(it.mean()) <= crit * inf.scale[0])
+    assert abs(np.mean(hits) - 0.95) < 3 * math.sqrt(0.95 * 0.05 / 4000)
+    assert batch_means_critical_value(12) == pytest.approx(2.2995, abs=1e-3)
+
+
+@pytest.mark.parametrize(("n_batches", "alpha"), [(8, 0.51), (48, 0.51), (48, 0.75)])
+def test_one_pass_checks_false_alarm_below_1e3(n_batches, alpha):
+    """Simulated once (20,000 Brownian paths): each check fires on a converged path
+    with probability under 1e-3 (observed at most 2e-4 with 60,000 paths, M = 8..126)."""
+    rates = one_pass_false_alarm(n_batches, alpha, draws=20_000, grid=1024, seed=1)
+    assert rates["ratio_above"] < 1e-3 and rates["ratio_below"] < 1e-3
+    assert rates["halves"] < 1e-3
+    assert BM_RATIO_LOWER < 1 < BM_RATIO_LIMIT and RS_HALVES_LIMIT > 4
+
+
+def test_halves_law_against_karhunen_loeve():
+    """The simulator's halves statistic -2 B(1/2) / sqrt(int B^2) against an independent
+    construction from the bridge's Karhunen-Loeve expansion."""
+    _, halves = one_pass_null(12, 0.51, draws=40_000, grid=2048, seed=2)
+    rng = np.random.default_rng(3)
+    k = np.arange(1, 1001)
+    Z = rng.standard_normal((40_000, 1000))
+    b_half = Z @ (math.sqrt(2) * np.sin(k * math.pi / 2) / (k * math.pi))
+    int_b2 = (Z ** 2) @ (1 / (k * math.pi) ** 2)
+    kl = np.abs(-2 * b_half / np.sqrt(int_b2))
+    for level in (1.0, 2.0, 4.0):
+        p1, p2 = np.mean(np.abs(halves) > level), np.mean(kl > level)
+        assert abs(p1 - p2) < 4 * math.sqrt(p2 * (1 - p2) * 2 / 40_000) + 1e-3, level
