@@ -230,6 +230,23 @@ def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
     return float(np.mean(total < threshold if below else total > threshold))
 
 
+def path_halves(traj_steps, traj_avg, params, steps: int, *, min_steps: int):
+    """``(first, second, t1)``: the averages of the iterates up to the snapshot nearest
+    ``T/2`` (step ``t1``) and after it, from the running averages kept on the path's
+    trajectory; ``None`` when the path is shorter than ``min_steps`` or has no snapshot
+    strictly inside it."""
+    traj_steps = np.asarray(traj_steps)
+    if not traj_steps.size or steps < min_steps:
+        return None
+    k = int(np.argmin(np.abs(traj_steps - steps / 2)))
+    t1 = float(traj_steps[k])
+    if not 0 < t1 < steps:
+        return None
+    first = np.asarray(traj_avg)[k]
+    second = (steps * np.asarray(params) - t1 * first) / (steps - t1)
+    return first, second, t1
+
+
 def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: int,
                 extras: dict) -> ConvergenceReport | None:
     """The checks for a path with plug-in and random-scaling inference (``None`` when
@@ -237,15 +254,7 @@ def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: in
     if "plugin" not in inferences or "rs" not in inferences:
         return None
     plugin, rs = inferences["plugin"], inferences["rs"]
-    halves = None
-    traj_steps = np.asarray(traj_steps)
-    if traj_steps.size and steps >= 4:
-        k = int(np.argmin(np.abs(traj_steps - steps / 2)))
-        t1 = float(traj_steps[k])
-        if 0 < t1 < steps:
-            first = np.asarray(traj_avg)[k]
-            second = (steps * np.asarray(params) - t1 * first) / (steps - t1)
-            halves = (first, second, t1)
+    halves = path_halves(traj_steps, traj_avg, params, steps, min_steps=4)
     report_halves, W, T = None, extras.get("W"), steps
     if halves is not None:
         first, second, t1 = halves
@@ -379,20 +388,17 @@ def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps
                         if not BM_RATIO_LOWER <= v <= BM_RATIO_LIMIT}
         checks.append("rs/batch_means")
     z = {}
-    if traj_steps.size and steps >= 100:
-        k = int(np.argmin(np.abs(traj_steps - steps / 2)))
-        t1 = float(traj_steps[k])
-        if 0 < t1 < steps:
-            first = np.asarray(traj_avg)[k]
-            second = (steps * np.asarray(params) - t1 * first) / (steps - t1)
-            frac = t1 / steps
-            # Var(second - first) = (W_jj / n) (1/r + 1/(1-r)); RS's Q_jj stands in for
-            # W_jj / n (its law: W_jj int B^2 / n, folded into the null of H)
-            var = np.asarray(rs.scale) ** 2 * (1.0 / frac + 1.0 / (1.0 - frac))
-            h = (second - first) / np.sqrt(np.maximum(var, np.finfo(float).tiny))
-            z = dict(zip(names, h.tolist(), strict=True))
-            unconverged |= {nm for nm, v in z.items() if abs(v) > RS_HALVES_LIMIT}
-            checks.append("halves")
+    halves = path_halves(traj_steps, traj_avg, params, steps, min_steps=100)
+    if halves is not None:
+        first, second, t1 = halves
+        frac = t1 / steps
+        # Var(second - first) = (W_jj / n) (1/r + 1/(1-r)); RS's Q_jj stands in for
+        # W_jj / n (its law: W_jj int B^2 / n, folded into the null of H)
+        var = np.asarray(rs.scale) ** 2 * (1.0 / frac + 1.0 / (1.0 - frac))
+        h = (second - first) / np.sqrt(np.maximum(var, np.finfo(float).tiny))
+        z = dict(zip(names, h.tolist(), strict=True))
+        unconverged |= {nm for nm, v in z.items() if abs(v) > RS_HALVES_LIMIT}
+        checks.append("halves")
     length_ratio, too_long = {}, ()
     if "plugin" in inferences:
         plugin = check_path(names, plugin_se=inferences["plugin"].scale, rs_scale=rs.scale,
