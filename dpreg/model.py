@@ -327,7 +327,7 @@ class DPRegression:
         path = by_name[PATH]
         rng_path, rng_matrix = np.random.default_rng(pub.seed).spawn(2)  # None: OS entropy
         Z, y = cond.design(design.exog), design.endog
-        precond, lr = None, pub.lr
+        precond = None
         if PRECONDITIONER in by_name:
             precond, lr, why = self._preconditioner(Z, by_name[PRECONDITIONER], pub, opts,
                                                     rng_matrix)
@@ -420,8 +420,9 @@ class DPRegression:
         return P, lr, why
 
     def engine_coordinates(self, opts: FitOptions) -> Conditioning:
-        """The coordinates the engine works in: ``condition="bounds"`` (default) maps
-        every column into ``[-1, 1]`` by its declared bounds (:mod:`dpreg.conditioning`);
+        """The coordinates the engine works in: ``condition="private"`` (default) and
+        ``"bounds"`` map the bounded numeric columns into ``[-1, 1]`` by their declared
+        bounds (:mod:`dpreg.conditioning`; ``"private"`` adds DP-SGD's preconditioner);
         ``"none"`` uses the design as given."""
         if opts.condition == "none":
             return identity_conditioning(self.design.k_exog, self.design.row_norm_bound())
