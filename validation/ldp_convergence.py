@@ -13,6 +13,7 @@ that raised a ``ConvergenceWarning``. About a minute on one core at 100 replicat
 from __future__ import annotations
 
 import argparse
+import functools
 import time
 import warnings
 
@@ -23,35 +24,30 @@ import dpreg
 from dpreg.exceptions import ConvergenceWarning
 
 
-def _normal_box(rng, n):
-    x = rng.standard_normal((n, 3))
-    y = 1 + x.sum(axis=1) + 0.5 * rng.standard_normal(n)
-    d = pd.DataFrame(x, columns=["x1", "x2", "x3"])
-    d["y"] = y
-    bounds = {f"x{j}": (-4, 4) for j in (1, 2, 3)}
-    bounds["y"] = (-9, 11)
-    return d, "y ~ x1 + x2 + x3", bounds, np.ones(4)
-
-
-def _uniform_box(rng, n):
-    x = rng.uniform(-2, 2, (n, 3))
-    y = 1 + x.sum(axis=1) + 0.5 * rng.standard_normal(n)
-    d = pd.DataFrame(x, columns=["x1", "x2", "x3"])
-    d["y"] = y
-    bounds = {f"x{j}": (-2, 2) for j in (1, 2, 3)}
-    bounds["y"] = (-7, 9)
-    return d, "y ~ x1 + x2 + x3", bounds, np.ones(4)
-
-
-def _uniform_p10(rng, n):
-    cols = [f"x{j}" for j in range(10)]
-    x = rng.uniform(-1, 1, (n, 10))
-    y = 1 + 0.5 * x.sum(axis=1) + 0.5 * rng.standard_normal(n)
+def _linear(rng, n, *, draw, p=3, slope=1.0, box=None, y_box=None):
+    """``y = 1 + slope * sum(x) + N(0, 0.5^2)`` with ``p`` covariates from ``draw`` and,
+    when ``box`` is given, every covariate declared in it and ``y`` in ``y_box``."""
+    cols = [f"x{j}" for j in range(1, p + 1)]
+    x = draw(rng, (n, p))
     d = pd.DataFrame(x, columns=cols)
-    d["y"] = y
-    bounds = {c: (-1, 1) for c in cols}
-    bounds["y"] = (-6, 8)
-    return d, "y ~ " + " + ".join(cols), bounds, np.r_[1.0, [0.5] * 10]
+    d["y"] = 1 + slope * x.sum(axis=1) + 0.5 * rng.standard_normal(n)
+    bounds = None if box is None else {**{c: box for c in cols}, "y": y_box}
+    return d, "y ~ " + " + ".join(cols), bounds, np.r_[1.0, [slope] * p]
+
+
+def _normal(rng, size):
+    return rng.standard_normal(size)
+
+
+def _uniform(half):
+    return lambda rng, size: rng.uniform(-half, half, size)
+
+
+_normal_box = functools.partial(_linear, draw=_normal, box=(-4, 4), y_box=(-9, 11))
+_uniform_box = functools.partial(_linear, draw=_uniform(2), box=(-2, 2), y_box=(-7, 9))
+_uniform_p10 = functools.partial(_linear, draw=_uniform(1), p=10, slope=0.5, box=(-1, 1),
+                                 y_box=(-6, 8))
+_table1 = functools.partial(_linear, draw=_normal)  # the ldp-sgd paper's design, no bounds
 
 
 def _natural(rng, n):
@@ -60,14 +56,6 @@ def _natural(rng, n):
     d = pd.DataFrame({"y": y, "age": age, "educ": educ})
     return (d, "y ~ age + educ", {"age": (18, 90), "educ": (0, 20), "y": (0, 30)},
             np.array([5, 0.05, 0.3]))
-
-
-def _table1(rng, n):
-    x = rng.standard_normal((n, 3))
-    y = 1 + x.sum(axis=1) + 0.5 * rng.standard_normal(n)
-    d = pd.DataFrame(x, columns=["x1", "x2", "x3"])
-    d["y"] = y
-    return d, "y ~ x1 + x2 + x3", None, np.ones(4)
 
 
 #: name -> (data, family, n, mu, extra options)
