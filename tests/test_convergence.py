@@ -18,7 +18,12 @@ import dpreg
 from dpreg.conditioning import default_conditioning
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.formula import build_design
-from dpreg.inference.diagnostics import RATIO_LIMIT, check_path, ratio_false_alarm
+from dpreg.inference.diagnostics import (
+    RATIO_LIMIT,
+    check_path,
+    iterate_checks,
+    ratio_false_alarm,
+)
 
 FORMULA = "y ~ age + educ + age:educ + female + loginc"
 BOUNDS = {"age": (18, 90), "educ": (0, 25), "loginc": (5, 15), "y": (-10, 25)}
@@ -149,6 +154,46 @@ def test_too_few_steps_warns():
         res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), steps=30, lr=0.01,
                            random_state=7)
     assert res.convergence.unconverged or res.convergence.plugin_too_long
+
+
+def test_dpgd_path_that_still_moves_warns_and_a_converged_one_does_not():
+    data = natural_units(3000, 8)
+    # lr 30 times below the default: the batches are short against the mixing time
+    with pytest.warns(ConvergenceWarning, match="DP-GD path not converged"):
+        res = dpreg.dp_ols(FORMULA, data, mu=2, bounds=_bounds(), engine="dpgd", lr=0.005,
+                           random_state=8)
+    assert res.convergence.unconverged
+    assert "WARNING: DP-GD" in res.summary().as_text()
+    # without the interaction the public map leaves the columns nearly orthogonal and
+    # the default batches are long against the mixing time (with it, the default DP-GD
+    # fit is still moving and warns: DP-GD has no private preconditioner)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        res = dpreg.dp_ols("y ~ age + educ + female + loginc", data, mu=2,
+                           bounds=_bounds(), engine="dpgd", random_state=8)
+    assert res.convergence.ok and set(res.convergence.checks) == {"halves",
+                                                                  "autocorrelation"}
+
+
+def test_dpgd_checks_false_alarm_matches_their_level():
+    # AR(1) paths with a correlation time (10 steps) short against a batch (1000 steps):
+    # each check should fire with probability GD_ALARM = 1e-4 per coefficient, i.e.
+    # about 2 times in 20,000; with the normal quantile in place of t(8) for the halves
+    # check it would fire about 100 times
+    from scipy import signal
+
+    rng = np.random.default_rng(9)
+    halves_hits = auto_hits = 0
+    for _ in range(50):
+        path = signal.lfilter([1.0], [1.0, -0.9], rng.standard_normal((10_020, 400)),
+                              axis=0)
+        h, a, t_limit, r_limit = iterate_checks(path, 20, 10)
+        halves_hits += int(np.sum(np.abs(h) > t_limit))
+        auto_hits += int(np.sum(a > r_limit))
+    assert halves_hits <= 12 and auto_hits <= 12
+    # a path whose batches are short against its mixing time trips the autocorrelation
+    slow = signal.lfilter([1.0], [1.0, -0.999], rng.standard_normal((10_020, 20)), axis=0)
+    assert np.all(iterate_checks(slow, 20, 10)[1] > r_limit)
 
 
 # ---------------------------------------------------------------- the checks alone

@@ -44,6 +44,19 @@ only when its budget was spent (:func:`one_pass_report`):
   probability 0.04); ``|H| >`` :data:`RS_HALVES_LIMIT` = 6 has probability under 1e-3.
 * **RS versus plug-in**, when the plug-in was released: as above (:data:`RATIO_LIMIT`).
 
+Full paths (DP-GD) release every iterate, and their intervals are batch means (or
+checkpoints) of it (:func:`iterate_report`):
+
+* **Halves of the batch means.** At convergence, with batches long against the
+  iterates' autocorrelation, the ``M`` batch means are nearly independent draws of one
+  normal law, so the two-sample t statistic of the first ``M // 2`` against the last
+  ``M // 2`` is ``t(2 (M // 2) - 2)``; ``|t|`` beyond its ``1 - GD_ALARM / 2`` quantile
+  flags a path still moving.
+* **Short-batch autocorrelation.** The same path cut into :data:`BM_CHECK_FACTOR` times
+  as many batches: their lag-1 autocorrelation is about ``N(-1/K, 1/K)`` when a batch
+  is long against the mixing time (``K`` batches) and large when it is not; beyond
+  ``-1/K + z_{GD_ALARM} / sqrt(K)`` the batch means' t intervals are too short.
+
 References: the dpsgd-inference paper (Xia, Zhang and Cai), Prop. 3 for the law of
 ``Q``; the docs' corrections page for the batch-size normalization ``E = T m / n``.
 """
@@ -56,9 +69,9 @@ import numpy as np
 
 __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
            "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
-           "RS_HALVES_LIMIT",
+           "RS_HALVES_LIMIT", "GD_ALARM",
            "check_path", "ratio_false_alarm", "one_pass_null", "one_pass_false_alarm",
-           "one_pass_report"]
+           "one_pass_report", "iterate_report", "iterate_checks"]
 
 #: RS / plug-in length ratio beyond which a path counts as unconverged.
 RATIO_LIMIT = 4.0
@@ -86,6 +99,8 @@ BM_MIN_BATCHES = 8
 #: |H| of the RS-studentized halves statistic beyond which a one-pass path is still
 #: moving (false alarm under 1e-3).
 RS_HALVES_LIMIT = 6.0
+#: False-alarm probability of each full-path (DP-GD) check per coefficient.
+GD_ALARM = 1e-4
 
 
 @dataclass(frozen=True)
@@ -125,7 +140,14 @@ class ConvergenceReport:
     def messages(self, engine: str = "DP-SGD") -> list[str]:
         """One line per finding, each saying what to change."""
         out = []
-        if self.unconverged and engine == "LDP-SGD":
+        if self.unconverged and engine == "DP-GD":
+            out.append(
+                f"{engine} path not converged for {list(self.unconverged)} (its batch means "
+                "still drift between the first and second half of the path, or are "
+                "correlated from batch to batch, beyond what a converged path gives with "
+                f"probability {GD_ALARM:g}): the intervals of these coefficients are too "
+                "short. Increase steps= or burn_in=, raise lr=, or declare tighter bounds.")
+        elif self.unconverged and engine == "LDP-SGD":
             out.append(
                 f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
                 "and batch-means intervals, the two halves of the path, or random scaling "
@@ -411,3 +433,60 @@ def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps
         length_ratio=length_ratio, halves_z=z, unconverged=tuple(n for n in names
                                                                  if n in unconverged),
         plugin_too_long=tuple(too_long), bm_ratio=bm_ratio, checks=tuple(checks))
+
+
+def iterate_checks(iterates, burn_in: int, n_estimates: int):
+    """``(halves_t, autocorrelation, t_limit, r_limit)`` of a full path (module notes);
+    a statistic is ``None`` when the path is too short for it.
+
+    Parameters
+    ----------
+    iterates : ndarray (T, p)
+        Every iterate of one run, oldest first (the public start excluded).
+    burn_in, n_estimates : int
+        The fit's burn-in and number of batch means ``M``.
+    """
+    from scipy import stats
+
+    from dpreg.inference.iterates import batch_means
+
+    it = np.asarray(iterates, dtype=float)
+    post = it.shape[0] - burn_in
+    half = n_estimates // 2
+    halves = t_limit = None
+    if half >= 3 and post >= n_estimates:
+        bm = batch_means(it, burn_in, n_estimates)
+        first, second = bm[:half], bm[-half:]
+        pooled = np.sqrt((first.var(axis=0, ddof=1) + second.var(axis=0, ddof=1)) / 2)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            halves = (second.mean(axis=0) - first.mean(axis=0)) / (pooled * np.sqrt(2 / half))
+        t_limit = float(stats.t.isf(GD_ALARM / 2, 2 * half - 2))
+    k = BM_CHECK_FACTOR * n_estimates
+    auto = r_limit = None
+    if n_estimates >= BM_MIN_BATCHES and post >= 2 * k:
+        short = batch_means(it, burn_in, k)
+        dev = short - short.mean(axis=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            auto = np.sum(dev[1:] * dev[:-1], axis=0) / np.sum(dev ** 2, axis=0)
+        r_limit = -1.0 / k + float(stats.norm.isf(GD_ALARM)) / np.sqrt(k)
+    return halves, auto, t_limit, r_limit
+
+
+def iterate_report(names, iterates, burn_in: int, n_estimates: int) -> ConvergenceReport:
+    """The free checks of a full DP-GD path (module notes), per coefficient name.
+
+    A coefficient whose path does not move at all (zero variance) is not flagged.
+    """
+    names = list(names)
+    halves, auto, t_limit, r_limit = iterate_checks(iterates, burn_in, n_estimates)
+    flagged, checks, z = set(), [], {}
+    if halves is not None:
+        z = dict(zip(names, np.nan_to_num(halves).tolist(), strict=True))
+        flagged |= {nm for nm, v in z.items() if abs(v) > t_limit}
+        checks.append("halves")
+    if auto is not None:
+        flagged |= {nm for nm, v in zip(names, np.nan_to_num(auto), strict=True)
+                    if v > r_limit}
+        checks.append("autocorrelation")
+    return ConvergenceReport(halves_z=z, unconverged=tuple(n for n in names if n in flagged),
+                             checks=tuple(checks))

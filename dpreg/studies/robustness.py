@@ -22,7 +22,7 @@ from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
 
-__all__ = ["natural_units_design", "robustness_replicate", "expectile_of"]
+__all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target"]
 
 #: Covariate kinds cycled through for ``p - 1`` covariates: (name, simulate, declared box).
 _KINDS = (
@@ -96,6 +96,57 @@ def natural_units_design(n: int, p: int, rng: np.random.Generator, *, family: st
     return data, formula, bounds, truth
 
 
+def clipped_target(model, clip: float, *, tol: float = 1e-10,
+                   max_steps: int = 100) -> np.ndarray:
+    """What DP-GD's intervals are for: the minimizer of the model's objective with every
+    per-example gradient clipped to norm ``clip`` in the engine's coordinates (the
+    public map of :mod:`dpreg.conditioning`), in the coordinates of the design.
+
+    Clipping a convex loss's per-example gradient gives the gradient of a convex
+    Huber-type loss (dpgd paper, s.2.5), so damped Newton steps from the non-private fit
+    reach the minimizer (the Hessian counts the unclipped rows only). Where no row is
+    clipped at the non-private fit, that fit is the target.
+
+    Parameters
+    ----------
+    model : dpreg.DPRegression
+    clip : float
+        The fit's ``clip`` (its settings table).
+    tol, max_steps : float, int
+        Stop when the largest Newton step is below ``tol``; fail after ``max_steps``.
+    """
+    from dpreg.engines import _kernels
+
+    cond, obj, y = model.conditioning, model.objective, model.design.endog
+    Z = np.ascontiguousarray(cond.design(model.design.exog))
+    n, p = Z.shape
+    zn = np.sqrt(np.einsum("ij,ij->i", Z, Z))
+    w = np.ascontiguousarray(obj.weights, dtype=float)
+    args = (obj.family.code, float(obj.c), float(obj.tau))
+    theta = np.asarray(cond.to_engine(model.fit_oracle().params.to_numpy()), dtype=float)
+    grads, h = np.empty((n, p)), np.empty(n)
+
+    def gradient(t):
+        _kernels.clipped_gradients(Z, y, zn, w, *args, t, clip, grads)
+        return grads.mean(axis=0)
+
+    g = gradient(theta)
+    for _ in range(max_steps):
+        _kernels.hessian_weights(Z, y, zn, w, *args, theta, clip, h)
+        H = (Z * h[:, None]).T @ Z / n + 1e-12 * np.eye(p)
+        step = np.linalg.lstsq(H, g, rcond=None)[0]
+        scale = 1.0
+        while True:  # halve the step until the gradient's norm falls
+            g_new = gradient(theta - scale * step)
+            if np.linalg.norm(g_new) < np.linalg.norm(g) or scale < 1e-6:
+                break
+            scale /= 2
+        theta, g = theta - scale * step, g_new
+        if np.max(np.abs(scale * step)) < tol:
+            return np.asarray(cond.params(theta), dtype=float)
+    raise RuntimeError("Newton steps on the clipped objective did not converge")
+
+
 def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batch: int,
                          steps_per_n: int, errors: str, sampling: str, engine: str,
                          tau: float, alpha: float) -> list[dict]:
@@ -126,6 +177,13 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
         warnings.simplefilter("always", ConvergenceWarning)
         res = _FITS[family](formula, data, **options)
     warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
+    if engine == "dpgd":
+        # DP-GD's intervals are for the clipped empirical minimizer on these data
+        from dpreg.model import DPRegression
+
+        model = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
+                                          **({"tau": tau} if family == "expectile" else {}))
+        truth = clipped_target(model, float(res.settings["clip"]))
     return result_rows(res, truth, alpha=alpha, warned=warned)
 
 
