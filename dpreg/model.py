@@ -22,7 +22,12 @@ from dpreg.engines import SGDSettings, default_schedule, run_dpsgd
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, get_family, mallows_weights
 from dpreg.formula import build_design
-from dpreg.inference.diagnostics import attach_report, path_report
+from dpreg.inference.diagnostics import (
+    CURVATURE_BIAS_LIMIT,
+    attach_report,
+    curvature_bias,
+    path_report,
+)
 from dpreg.inference.plugin import (
     floor_eigenvalues,
     hessian_matrix,
@@ -347,6 +352,15 @@ class DPRegression:
         report = path_report(design.exog_names, inferences, cond.params(out.params),
                              out.trajectory_steps, cond.params(out.trajectory_avg),
                              settings.steps, extras)
+        if report is not None and precond is not None \
+                and self.objective.family.name == "logistic":
+            bias = curvature_bias(cond.params(out.params), out.trajectory_iter, out.params,
+                                  np.linalg.inv(precond), inferences["plugin"].scale)
+            names = list(design.exog_names)
+            report = dataclasses.replace(
+                report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
+                curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
+                                       if b > CURVATURE_BIAS_LIMIT))
         notes: tuple[str, ...] = adjacency_notes(ledger)
         cov_type = opts.cov_type
         if "cov_type" not in options and report is not None and report.floor_decided \

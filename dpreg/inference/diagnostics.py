@@ -44,6 +44,18 @@ only when its budget was spent (:func:`one_pass_report`):
   probability 0.04); ``|H| >`` :data:`RS_HALVES_LIMIT` = 6 has probability under 1e-3.
 * **RS versus plug-in**, when the plug-in was released: as above (:data:`RATIO_LIMIT`).
 
+* **Curvature bias** (logistic family, with the private preconditioner). Noisy iterates
+  spread around their average, and the logistic score is curved: averaging
+  ``sigma(eta + delta)`` over a spread ``delta ~ N(0, s^2)`` of the linear index gives
+  about ``sigma(eta / k)``, ``k = sqrt(1 + pi s^2 / 8)`` (the probit approximation of
+  the logistic-normal integral), so the averaged iterate solves the score equation for
+  ``k theta_hat``: a bias of about ``(1 - 1/k) theta_bar``. ``s^2 = tr(G C)``, ``C`` the
+  mean outer product of the path's iterate snapshots about their average and ``G`` the private
+  second moment of the rows. A coefficient whose bias exceeds :data:`CURVATURE_BIAS_LIMIT`
+  of its plug-in standard error is flagged (measured: the spread is 0.5 to 0.8 in the
+  robustness study's cell where plug-in intervals covered 0.87, at most 0.47 where they
+  covered).
+
 Full paths (DP-GD) release every iterate, and their intervals are batch means (or
 checkpoints) of it (:func:`iterate_report`):
 
@@ -69,7 +81,7 @@ import numpy as np
 
 __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
            "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
-           "RS_HALVES_LIMIT", "GD_ALARM",
+           "RS_HALVES_LIMIT", "GD_ALARM", "CURVATURE_BIAS_LIMIT", "curvature_bias",
            "check_path", "ratio_false_alarm", "one_pass_null", "one_pass_false_alarm",
            "one_pass_report", "iterate_report", "iterate_checks"]
 
@@ -99,6 +111,9 @@ BM_MIN_BATCHES = 8
 #: |H| of the RS-studentized halves statistic beyond which a one-pass path is still
 #: moving (false alarm under 1e-3).
 RS_HALVES_LIMIT = 6.0
+#: Approximate curvature bias of a logistic path's average, in plug-in standard errors,
+#: beyond which the coefficient is flagged.
+CURVATURE_BIAS_LIMIT = 0.5
 #: False-alarm probability of each full-path (DP-GD) check per coefficient.
 GD_ALARM = 1e-4
 
@@ -117,6 +132,10 @@ class ConvergenceReport:
         Relative change of the plug-in s.e. when the Hessian's eigenvalue floor doubles.
     unconverged, floor_decided, plugin_too_long : tuple of str
         Coefficients flagged by each check.
+    curvature_bias : dict
+        Logistic paths: approximate bias of the averaged iterate over its plug-in s.e.
+    curvature_biased : tuple of str
+        Coefficients whose ``curvature_bias`` exceeds :data:`CURVATURE_BIAS_LIMIT`.
     bm_ratio : dict
         One-pass paths: RS length over batch-means length of each interval.
     checks : tuple of str
@@ -132,10 +151,13 @@ class ConvergenceReport:
     plugin_too_long: tuple = ()
     bm_ratio: dict = field(default_factory=dict)
     checks: tuple = ()
+    curvature_bias: dict = field(default_factory=dict)
+    curvature_biased: tuple = ()
 
     @property
     def ok(self) -> bool:
-        return not (self.unconverged or self.floor_decided or self.plugin_too_long)
+        return not (self.unconverged or self.floor_decided or self.plugin_too_long
+                    or self.curvature_biased)
 
     def messages(self, engine: str = "DP-SGD") -> list[str]:
         """One line per finding, each saying what to change."""
@@ -168,6 +190,13 @@ class ConvergenceReport:
                 "small eigenvalues), not by the data: rely on the random-scaling intervals "
                 "(conf_int(method='rs'), the default inference unless cov_type= was "
                 "given), or raise the budget or the Hessian's share.")
+        if self.curvature_biased:
+            out.append(
+                f"The averaged iterate of {list(self.curvature_biased)} carries a bias of "
+                f"over {CURVATURE_BIAS_LIMIT:g} standard error (the iterates spread widely "
+                "around their average and the logistic score is curved; estimated from the "
+                "path): the intervals are shifted. Raise the budget, use fewer steps= or a "
+                "smaller lr=.")
         if self.plugin_too_long:
             out.append(
                 f"The plug-in intervals of {list(self.plugin_too_long)} are over "
@@ -223,6 +252,31 @@ def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
         unconverged=tuple(n for n in names if n in unconverged),
         floor_decided=tuple(floor_decided),
         plugin_too_long=tuple(too_long))
+
+
+def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
+    """Approximate bias of a logistic path's averaged iterate in standard errors (module
+    notes): ``(1 - 1/k) |theta_bar_j| / se_j`` with ``k = sqrt(1 + pi tr(G C) / 8)``.
+
+    Parameters
+    ----------
+    params : ndarray (p,)
+        The averaged iterate (user's coordinates).
+    iterates : ndarray (K, p)
+        The path's iterate snapshots in the engine's coordinates (the average of each
+        step's bias is the average iterate's: the early, wider steps count).
+    centre : ndarray (p,)
+        The averaged iterate in the engine's coordinates.
+    G : ndarray (p, p)
+        The private second moment of the rows in the engine's coordinates.
+    plugin_se : ndarray (p,)
+    """
+    it = np.asarray(iterates, dtype=float)
+    dev = it - np.asarray(centre, dtype=float)
+    C = dev.T @ dev / max(it.shape[0], 1)
+    spread = max(float(np.trace(np.asarray(G) @ C)), 0.0)
+    k = np.sqrt(1.0 + np.pi * spread / 8.0)
+    return (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
 
 
 def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
