@@ -123,11 +123,23 @@ def _robustness() -> Study:
             _cells(n=[2000], p=[5], budget=["eps=1,delta=1e-5"]),
             _cells(sampling=["poisson"]),
             _cells(n=[5000], p=[10], errors=["t3"]),
+            # the other engines: full-batch DP-GD (intervals for the clipped empirical
+            # minimizer on the data) and one-pass LDP-SGD
+            _cells(engine=["dpgd"], family=["linear", "huber", "logistic"], n=[5000],
+                   p=[3, 10], budget=["mu=1"]),
+            _cells(engine=["ldp_sgd"], family=["linear", "huber", "logistic"], n=[20000],
+                   budget=["mu=2"]),
+            _cells(engine=["ldp_sgd"], n=[50000], p=[10], budget=["mu=5"]),
+            # the largest n, and Poisson sampling at a small budget with p = 10
+            _cells(n=[50000], p=[10], budget=["mu=1"]),
+            _cells(sampling=["poisson"], n=[5000], p=[10], budget=["mu=1"]),
         ],
         constants=dict(alpha=0.05), reps=200, seed=20261124,
         title="Robustness: natural units in loose boxes, every family, batches, budgets",
-        description="Coverage of the truth by every printed DP-SGD interval, with the share "
-                    "of replications in which the package warned (ConvergenceWarning).",
+        description="Coverage of the truth (DP-GD: of the clipped empirical minimizer, its "
+                    "target) by every printed interval of DP-SGD, DP-GD and LDP-SGD, with "
+                    "the share of replications in which the package warned "
+                    "(ConvergenceWarning).",
         figures=(FigureSpec("coverage", rb.draw_robustness),))
 
 
