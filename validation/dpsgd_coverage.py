@@ -49,7 +49,7 @@ def run(reps, n, out_dir, n_jobs=2, ms=(1, 10, 50), samplings=("uniform", "poiss
     rows = []
     cells = list(itertools.product(ms, samplings, mus, covs))
     root = np.random.SeedSequence(entropy)
-    for cell, ss in zip(cells, root.spawn(len(cells))):
+    for cell, ss in zip(cells, root.spawn(len(cells)), strict=True):
         m, sampling, mu, cov = cell
         seeds = [int(s.generate_state(1)[0]) for s in ss.spawn(reps)]
         t0 = time.perf_counter()

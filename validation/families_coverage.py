@@ -83,7 +83,7 @@ def main():
              ("logistic", 0.5)]
     rows = []
     root = np.random.SeedSequence(4242)
-    for (family, tau), ss in zip(cells, root.spawn(len(cells))):
+    for (family, tau), ss in zip(cells, root.spawn(len(cells)), strict=True):
         seeds = [int(x.generate_state(1)[0]) for x in ss.spawn(args.reps)]
         t0 = time.perf_counter()
         frame = pd.DataFrame(Parallel(n_jobs=args.jobs)(
