@@ -34,7 +34,7 @@ from dpreg.inference.iterates import (
     checkpoint_estimates,
     t_inference,
 )
-from dpreg.model import calibrate_and_record
+from dpreg.model import PRECONDITIONER, calibrate_and_record
 from dpreg.options import checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults
@@ -42,8 +42,11 @@ from dpreg.results import DPRegressionResults
 __all__ = ["fit_dpgd", "fit_adassp", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
 
 PATH, CLIP_SHARE = "DP-GD path", "clip share"
-#: Keys of ``budget_split`` for DP-GD: the path, and an optional private clipped share.
-DPGD_SPLIT_KEYS = ("path", "clip_share")
+#: Keys of ``budget_split`` for DP-GD: the path, the private preconditioner
+#: (``condition="private"``), and an optional private clipped share.
+DPGD_SPLIT_KEYS = ("path", "precondition", "clip_share")
+#: DP-GD's default split with the private preconditioner (as DP-SGD's, 5% of mu^2).
+PRECONDITIONED_GD_SPLIT = {"path": 0.95, "precondition": 0.05}
 TARGET_NOTE = (
     "Intervals are for the empirical minimizer of the clipped objective on these data "
     "(the loss whose gradients are clipped at `clip`; for squared loss a Huber-type loss, "
@@ -66,10 +69,12 @@ def _fmt_vec(names, values) -> str:
 
 
 # ------------------------------------------------------------------------------ DP-GD
-def _dpgd_split(budget_split) -> dict[str, float]:
+def _dpgd_split(budget_split, preconditioned: bool) -> dict[str, float]:
     if budget_split is None:
-        return {"path": 1.0}
-    return checked_split(budget_split, DPGD_SPLIT_KEYS, {"path": 0.95, "clip_share": 0.05})
+        return dict(PRECONDITIONED_GD_SPLIT) if preconditioned else {"path": 1.0}
+    keys = DPGD_SPLIT_KEYS if preconditioned else tuple(k for k in DPGD_SPLIT_KEYS
+                                                         if k != "precondition")
+    return checked_split(budget_split, keys, {"path": 0.95, "clip_share": 0.05})
 
 
 def _check_dpgd_options(opts) -> None:
@@ -178,14 +183,23 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     design = model.design
     n, p = design.nobs, design.k_exog
     _check_dpgd_options(opts)
-    # the public map of the columns into [-1, 1] (no preconditioner: full-batch steps
-    # on the conditioned rows are well scaled already); mapped back exactly below
+    # the public map of the columns into [-1, 1], then (condition="private") the private
+    # preconditioner P = G~^{-1}, as for DP-SGD: the public map leaves correlated columns
+    # (a product beside its main effects) mixing slowly; mapped back exactly below
     cond = model.engine_coordinates(opts)
     pub = model._public_settings(opts, cond, full_batch=True)
-    split = _dpgd_split(opts.budget_split)
+    split = _dpgd_split(opts.budget_split, opts.condition == "private")
+    precond = None
+    if "precondition" in split:
+        # the step of a preconditioned full batch: m = n in lr_scale / (hess_bound (1 + p/m))
+        pub = dataclasses.replace(pub, batch_size=n)
     runs, m, burn_in = int(opts.runs), int(opts.n_estimates), int(opts.burn_in)
-    steps, reasons = _resolve_steps(opts, pub.lr)
-    if opts.lr is None:
+    lr = pub.lr
+    if "precondition" in split and opts.lr is None:
+        obj = model.objective
+        lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / n))
+    steps, reasons = _resolve_steps(opts, lr)
+    if opts.lr is None and "precondition" not in split:
         reasons.insert(0, f"lr = {pub.lr:.4g}: {model.objective.family.lr_scale:g} / "
                           "(hess_bound * x_bound^2), so that lr * lambda_max(Z'Z/n) <= 1 "
                           "from public bounds alone on the conditioned columns (the "
@@ -199,6 +213,12 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
             name=PATH if runs == 1 else f"DP-GD run {r + 1}/{runs}", sensitivity=sens,
             noise_std=math.sqrt(steps) * sens / mu_run, adjacency="replace-one",
             count=steps) for r in range(runs)]
+        if "precondition" in split:
+            sens_g = 2.0 * pub.row_sq_bound / n  # replace-one: two rows' z z' change
+            mu_g = mu_scale * math.sqrt(split["precondition"])
+            events.append(GaussianMechanismEvent(name=PRECONDITIONER, sensitivity=sens_g,
+                                                 noise_std=sens_g / mu_g,
+                                                 adjacency="replace-one"))
         if "clip_share" in split:
             mu_c = mu_scale * math.sqrt(split["clip_share"])
             events.append(GaussianMechanismEvent(name=CLIP_SHARE, sensitivity=1.0 / n,
@@ -209,10 +229,18 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     events, ledger = calibrate_and_record(
         request, build, n, f"n = {n}, steps = {steps}, runs = {runs}")
     noise_std = events[0].noise_std
-    settings = GDSettings(steps=steps, clip=pub.clip, lr=pub.lr, noise_std=noise_std,
-                          runs=runs)
-    rng_path, rng_extra = np.random.default_rng(pub.seed).spawn(2)
-    out = run_dpgd(cond.design(design.exog), design.endog, objective=model.objective,
+    # a third child for the preconditioner: the first two streams are those of a fit
+    # without it (children of a spawn are keyed by their index)
+    rng_path, rng_extra, rng_g = np.random.default_rng(pub.seed).spawn(3)
+    Z = cond.design(design.exog)
+    by_name = {e.name: e for e in events}
+    if PRECONDITIONER in by_name:
+        precond, lr, why = model._preconditioner(Z, by_name[PRECONDITIONER], pub, opts,
+                                                 rng_g)
+        reasons.insert(0, why)
+    settings = GDSettings(steps=steps, clip=pub.clip, lr=lr, noise_std=noise_std,
+                          runs=runs, precond=precond)
+    out = run_dpgd(Z, design.endog, objective=model.objective,
                    settings=settings, theta0=cond.to_engine(model._start(opts.start_params)),
                    rng=rng_path, progress=opts.progress)
     out = dataclasses.replace(out, paths=cond.params(out.paths))
@@ -231,9 +259,10 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     notes.append(_clip_share_note(out, opts, events, rng_extra))
     table = {
         "engine": "dpgd", "steps": steps, "runs": runs, "burn_in": burn_in,
-        "n_estimates": m, "clip": pub.clip, "lr": pub.lr,
+        "n_estimates": m, "clip": pub.clip, "lr": lr,
         "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
-        "conditioning": cond.description,
+        "conditioning": cond.description + ("; preconditioned by a private second-moment "
+                                             "matrix" if precond is not None else ""),
         "noise_std (lambda)": noise_std, "noise_multiplier": events[0].noise_multiplier,
         "aggregate": opts.aggregate,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),

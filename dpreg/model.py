@@ -238,11 +238,13 @@ class DPRegression:
             DP-GD: independent runs for ``cov_type="runs"`` (must equal
             ``n_estimates``); each run costs its share of the budget.
         condition : {"private", "bounds", "none"}
-            DP-SGD's coordinates (see the user guide's "Convergence, conditioning and
-            diagnostics"). ``"private"`` (default): numeric columns mapped into
-            ``[-1, 1]`` by their declared bounds, and the privatized gradient
-            preconditioned by a private second-moment matrix (5% of ``mu^2``, a ledger
-            row). ``"bounds"``: the public map only. ``"none"``: the design as given.
+            The coordinates DP-SGD and DP-GD work in (see the user guide's
+            "Convergence, conditioning and diagnostics"). ``"private"`` (default):
+            numeric columns mapped into ``[-1, 1]`` by their declared bounds, and the
+            privatized gradient preconditioned by a private second-moment matrix (5% of
+            ``mu^2``, a ledger row). ``"bounds"``: the public map only. ``"none"``: the
+            design as given (the papers' algorithms). LDP-SGD uses the public map
+            (a second-moment release would be central).
             ``clip``, ``lr`` and ``x_bound`` refer to the coordinates the engine works
             in.
 

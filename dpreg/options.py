@@ -34,8 +34,8 @@ AGGREGATES = ("last", "mean", "ema", "upa")
 #: LDP-SGD (ldp-sgd paper, s.5). DP-GD uses a constant step.
 DEFAULT_LR_DECAY = {"dpsgd": 0.501, "ldp_sgd": 0.51}
 SAMPLINGS = ("uniform", "poisson")
-#: ``condition=``: map bounded numeric columns into [-1, 1] and precondition DP-SGD with a
-#: private second-moment matrix (``"private"``, default), the public map only
+#: ``condition=``: map bounded numeric columns into [-1, 1] and precondition DP-SGD and
+#: DP-GD with a private second-moment matrix (``"private"``, default), the public map only
 #: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.conditioning`.
 CONDITIONS = ("private", "bounds", "none")
 MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",

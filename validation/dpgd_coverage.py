@@ -60,7 +60,8 @@ def one_rep(n, grid, seed):
     ols = np.linalg.lstsq(X, y, rcond=None)[0]
     s2 = np.sum((y - X @ ols) ** 2) / (n - P)
     ols_len = 2 * 1.959964 * np.sqrt(s2 * np.diag(np.linalg.inv(X.T @ X)))
-    common = dict(engine="dpgd", rho=RHO, clip=GAMMA, lr=LR, x_bound=5 * math.sqrt(P),
+    common = dict(engine="dpgd", condition="none", rho=RHO, clip=GAMMA, lr=LR,
+                  x_bound=5 * math.sqrt(P),
                   burn_in=BURN_IN, n_estimates=M, diagnostics=True)
     rows = []
     fit_seeds = np.random.SeedSequence(seed).spawn(2 * len(grid))

@@ -88,7 +88,7 @@ def one_rep(seed):
         ci = res.conf_int(0.05, method="plugin").to_numpy()
         rows.append(_row("dpsgd_plugin", steps, res.params.to_numpy(), ci[:, 0], ci[:, 1],
                          theta, kappa))
-    gd = dict(engine="dpgd", mu=MU, clip=CLIP, lr=GD_LR, x_bound=X_BOUND)
+    gd = dict(engine="dpgd", condition="none", mu=MU, clip=CLIP, lr=GD_LR, x_bound=X_BOUND)
     for t2 in T2S:
         res = model.fit(steps=t2, burn_in=0, n_estimates=5, aggregate="last",
                         random_state=next(seeds), **gd)

@@ -19,8 +19,8 @@ __all__ = ["dpgd_block"]
 
 
 @njit(cache=True)
-def dpgd_block(X, y, xnorm, w, code, c, tau, noise, lr, clip, noise_std, theta, path, t0,
-               psi, gbuf, clip_count):
+def dpgd_block(X, y, xnorm, w, code, c, tau, noise, lr, clip, noise_std, precond, theta,
+               path, t0, psi, gbuf, dbuf, clip_count):
     """Run ``noise.shape[0]`` steps of full-batch DP-GD, writing every iterate to ``path``.
 
     Step ``t = t0 + b + 1`` (Algorithm 1, lines 3-5) computes the mean of the per-example
@@ -28,10 +28,12 @@ def dpgd_block(X, y, xnorm, w, code, c, tau, noise, lr, clip, noise_std, theta, 
 
         g_t = n^{-1} sum_i CLIP_clip(w_i dloss(y_i, x_i' theta_{t-1}) x_i),
 
-    and updates ``theta_t = theta_{t-1} - lr * (g_t + noise_std * z_t)`` with
-    ``z_t = noise[b]`` standard normal (the sign of symmetric noise is immaterial).
-    ``path[t] = theta_t``; ``clip_count[0]`` counts clipped per-example gradients;
-    ``psi`` (n,) and ``gbuf`` (p,) are work arrays.
+    and updates ``theta_t = theta_{t-1} - lr * P (g_t + noise_std * z_t)`` with
+    ``z_t = noise[b]`` standard normal (the sign of symmetric noise is immaterial) and
+    ``P = precond`` a fixed preconditioner (an empty 0 x 0 array means the identity; a
+    function of the released gradient, so post-processing). ``path[t] = theta_t``;
+    ``clip_count[0]`` counts clipped per-example gradients; ``psi`` (n,), ``gbuf`` and
+    ``dbuf`` (p,) are work arrays.
 
     Returns ``(status, steps_done)``: ``STATUS_NONFINITE`` stops at the first
     non-finite iterate.
@@ -56,8 +58,18 @@ def dpgd_block(X, y, xnorm, w, code, c, tau, noise, lr, clip, noise_std, theta, 
                 gbuf[j] += g * X[i, j]
         finite = True
         row = t0 + b + 1
+        if precond.shape[0] == 0:
+            for j in range(p):
+                theta[j] -= lr * (inv_n * gbuf[j] + noise_std * noise[b, j])
+        else:
+            for j in range(p):
+                dbuf[j] = inv_n * gbuf[j] + noise_std * noise[b, j]
+            for j in range(p):
+                d = 0.0
+                for k in range(p):
+                    d += precond[j, k] * dbuf[k]
+                theta[j] -= lr * d
         for j in range(p):
-            theta[j] -= lr * (inv_n * gbuf[j] + noise_std * noise[b, j])
             path[row, j] = theta[j]
             if not np.isfinite(theta[j]):
                 finite = False

@@ -47,6 +47,8 @@ class GDSettings:
         the mean clipped gradient at every step (0 only in tests).
     runs : int
         Independent runs (``cov_type="runs"``), each with its own noise.
+    precond : ndarray (p, p), optional
+        A fixed preconditioner ``P`` of the privatized gradient (post-processing).
     """
 
     steps: int
@@ -54,6 +56,7 @@ class GDSettings:
     lr: float
     noise_std: float
     runs: int = 1
+    precond: np.ndarray | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,8 +139,9 @@ def run_dpgd(X: np.ndarray, y: np.ndarray, *, objective, settings: GDSettings,
 
     Notes
     -----
-    Algorithm 1 of Brown et al. (2024): ``theta_t = theta_{t-1} - eta (g_t + z_t)`` with
-    ``g_t`` the mean of the clipped per-example gradients and ``z_t ~ N(0, lambda^2 I)``.
+    Algorithm 1 of Brown et al. (2024): ``theta_t = theta_{t-1} - eta P (g_t + z_t)`` with
+    ``g_t`` the mean of the clipped per-example gradients, ``z_t ~ N(0, lambda^2 I)`` and
+    ``P = settings.precond`` (the identity when ``None``, as in the paper).
     With ``lambda^2 >= 2 T gamma^2 / (rho n^2)`` a run is rho-zCDP (Lemma 2.1; replace-one
     sensitivity ``2 gamma / n`` of the mean). The noise is calibrated by the model.
     """
@@ -151,6 +155,9 @@ def run_dpgd(X: np.ndarray, y: np.ndarray, *, objective, settings: GDSettings,
     paths = np.empty((R, T + 1, p))
     clip_count = np.zeros(1, dtype=np.int64)
     gbuf = np.zeros(p)
+    dbuf = np.zeros(p)
+    precond = (np.zeros((0, 0)) if settings.precond is None
+               else np.ascontiguousarray(settings.precond, dtype=float))
     psi = np.empty(n)
     noise_buf = np.empty((min(BLOCK_STEPS, T), p))
     bar = tqdm(total=R * T, disable=not progress, desc="DP-GD", unit="step", leave=False)
@@ -166,8 +173,8 @@ def run_dpgd(X: np.ndarray, y: np.ndarray, *, objective, settings: GDSettings,
                 child.standard_normal(out=noise)
                 status, done = _gd_kernels.dpgd_block(
                     X, y, xnorm, w, code, c, tau, noise, float(settings.lr),
-                    float(settings.clip), float(settings.noise_std), theta, path, t_done,
-                    psi, gbuf, clip_count)
+                    float(settings.clip), float(settings.noise_std), precond, theta, path,
+                    t_done, psi, gbuf, dbuf, clip_count)
                 if status != STATUS_OK:
                     raise ConvergenceError(
                         f"DP-GD diverged (non-finite iterate) at step {t_done + done + 1} of "

@@ -30,6 +30,8 @@ __all__ = ["smoke_replicate", "dpsgd_mse_replicate", "dpsgd_coverage_replicate",
 #: design and take batches of n/200 rows (user guide, "Convergence"); the papers'
 #: studies pin the paper's algorithm so that their recorded runs stay reproducible.
 PAPER_DPSGD = {"batch_size": 1, "condition": "none"}
+#: The dpgd paper's algorithm: the design as given, no private preconditioner.
+PAPER_DPGD = {"condition": "none"}
 #: The ldp-sgd paper's names of dpreg's interval methods.
 LDP_LABELS = {"plugin": "PPI", "batch_means": "PBM", "rs": "PRS"}
 
@@ -160,7 +162,7 @@ def dpsgd_vs_dpgd_replicate(seed, *, n: int, p: int, mu: float, kappas: tuple,
         rows += result_rows(res, truth, methods=["plugin"], alpha=alpha,
                             labels={"plugin": "DP-SGD plug-in"}, kappa=kappa,
                             iterations=steps)
-    gd = dict(engine="dpgd", mu=mu, clip=clip, lr=gd_lr, x_bound=x_bound)
+    gd = dict(engine="dpgd", mu=mu, clip=clip, lr=gd_lr, x_bound=x_bound, **PAPER_DPGD)
     for t2 in gd_steps:
         res = model.fit(steps=t2, burn_in=0, n_estimates=min(5, t2), aggregate="last",
                         random_state=next(seeds), **gd)
@@ -229,7 +231,7 @@ def dpgd_intervals_replicate(seed, *, n: int, p: int, rho: float, clip_per_sqrt_
     rows = result_rows(oracle, theta, alpha=alpha, labels={"oracle": "OLS (non-private)"},
                        target="theta*", total_iters=nan, steps_per_run=nan)
     common = dict(engine="dpgd", rho=rho, clip=gamma, lr=lr, x_bound=gamma,
-                  burn_in=burn_in, n_estimates=m)
+                  burn_in=burn_in, n_estimates=m, **PAPER_DPGD)
     for i, total in enumerate(totals):
         fits = [(total, model.fit(steps=total, random_state=fit_seeds[2 * i], **common))]
         if total // m > burn_in:
