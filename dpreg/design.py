@@ -153,13 +153,15 @@ def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
-        raise OptionError(f"bounds must be a dict {{column: (lower, upper)}}, got {type(bounds).__name__}")
+        raise OptionError("bounds must be a dict {column: (lower, upper)}, got "
+                          f"{type(bounds).__name__}")
     out = {}
     for key, value in bounds.items():
         try:
             lo, hi = (float(v) for v in value)
         except (TypeError, ValueError):
-            raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, got {value!r}") from None
+            raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, "
+                              f"got {value!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
             raise OptionError(f"bounds[{key!r}] = ({lo}, {hi}) must be finite with lower < upper")
         if max(abs(lo), abs(hi)) > BOUND_LIMIT:
@@ -346,7 +348,7 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
             col_bounds.append(max(abs(v) for v in bounds[name]))
         else:
             col_bounds.append(None)
-    undeclared = tuple(n for n, b in zip(names, col_bounds) if b is None)
+    undeclared = tuple(n for n, b in zip(names, col_bounds, strict=True) if b is None)
     unknown = set(bounds) - set(names) - {endog_name}
     if unknown:
         raise OptionError(f"bounds name column(s) {sorted(unknown)} that are not in the model; "

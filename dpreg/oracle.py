@@ -105,7 +105,8 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
     label = "Oracle: " + objective.label() + " on the raw data"
     if family.name == "linear" and not objective.mallows:
         res = sm.OLS(y, X).fit()
-        params, cov, law = np.asarray(res.params), np.asarray(res.cov_params()), StudentLaw(res.df_resid)
+        params, cov = np.asarray(res.params), np.asarray(res.cov_params())
+        law = StudentLaw(res.df_resid)
         label += " (statsmodels OLS)."
     elif family.name == "logistic" and not objective.mallows:
         params, cov = _logit(y, X)

@@ -14,8 +14,8 @@ import numpy as np
 from dpreg.engines import _kernels
 from dpreg.inference.base import Inference, NormalLaw
 
-__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues", "path_variance",
-           "plugin_inference"]
+__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues",
+           "path_variance", "plugin_inference"]
 
 
 def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
