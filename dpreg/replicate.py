@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dpreg.datasets import load_star
-from dpreg.summary import summary_col
+from dpreg.results import summary_col
 
 __all__ = ["replicate_star", "STAR_FORMULA", "STAR_BOUNDS", "STAR_LEVELS", "PAPER_TABLE1"]
 

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
-from dpreg.inference.base import Inference, StudentLaw
+from dpreg.inference.base import Inference
+from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.tables import Summary
 
 __all__ = ["DPRegressionResults", "ResultsModel"]
@@ -39,11 +40,6 @@ PRIVATE_ATTRIBUTES = {
     "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
     "influence": None, "outlier_test": None, "get_influence": None,
 }
-
-METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
-                 "batch_means": "Batch means", "runs": "Independent runs (t)",
-                 "checkpoints": "Checkpoints (t)"}
-
 
 class DPRegressionResults:
     """Estimates, standard errors, intervals, p-values and the privacy ledger of a fit.
@@ -448,10 +444,10 @@ class DPRegressionResults:
                         truth=None, path=None, show: bool = False):
         """Running estimates with their intervals against rows used (matplotlib).
 
-        See :func:`dpreg.plotting.plot_trajectory` for the parameters; returns the
-        Figure, saved to ``path`` if given.
+        See :func:`dpreg.results.plotting.plot_trajectory` for the parameters; returns
+        the Figure, saved to ``path`` if given.
         """
-        from dpreg.plotting import plot_trajectory
+        from dpreg.results.plotting import plot_trajectory
 
         return plot_trajectory(self, alpha=alpha, methods=methods, start=start, truth=truth,
                                path=path, show=show)
@@ -469,87 +465,19 @@ class DPRegressionResults:
         intervals and p-values (private fits), the settings and the privacy ledger. Use
         ``.as_text()``, ``.as_latex()`` or ``.as_html()``.
         """
-        smry = Summary()
-        kind = "DP regression" if self.private else "Oracle regression (NON-PRIVATE)"
-        smry.add_title(f"{kind} results")
-        top = {
-            "Dep. Variable:": self.endog_name,
-            "Family:": self.family_label,
-            "Engine:": self.engine,
-            "Inference:": METHOD_LABELS.get(self.cov_type, self.cov_type),
-            "No. Observations:": str(self.nobs),
-            "Rows dropped (missing):": str(self.n_dropped),
-            "Df Model:": str(self.df_model),
-            "Privacy:": self._privacy_line(),
-        }
-        if self.private and self.ledger is not None:
-            eps, acct = self.ledger.epsilon_rigorous
-            top["(eps, delta):"] = f"({eps:.4g}, {self.ledger.delta:.3g}) [{acct}]"
-        smry.add_dict(top, ncols=2)
-        smry.add_df(self._params_frame(alpha), float_format="%.4f")
-        if self.settings:
-            smry.add_dict({f"{k}:": _fmt(v) for k, v in self.settings.items()}, ncols=2)
-        for note in self.notes:
-            smry.add_text(note)
-        for inf in self.inferences.values():
-            if inf.note:
-                smry.add_text(inf.note)
-        if self.ledger is not None:
-            self._add_ledger(smry)
-        return smry
-
-    def _add_ledger(self, smry: Summary) -> None:
-        led = self.ledger
-        frame = led.to_frame().set_index("name")
-        frame.index.name = "Privacy ledger"
-        frame = frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
-        smry.add_df(frame.reset_index(), index=False)
-        eps, acct = led.epsilon_rigorous
-        smry.add_dict({
-            "Request:": led.request.describe(),
-            "Total mu (GDP; CLT for subsampled steps):": f"{led.total_mu:.4g}",
-            "(eps, delta) rigorous [headline]:": f"({eps:.4g}, {led.delta:.3g})",
-            "(eps, delta) from GDP-CLT:": f"({led.epsilon_gdp:.4g}, {led.delta:.3g})",
-            "Accountant:": acct,
-        }, ncols=1)
+        return fit_summary(self, alpha)
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """The coefficient table of :meth:`summary` as a DataFrame (estimates, standard
         errors, statistics, p-values and intervals of every method with a column)."""
         if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
             raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
-        return self._params_frame(float(alpha))
-
-    def _params_frame(self, alpha: float) -> pd.DataFrame:
-        lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
-        cols = {"coef": self.params.to_numpy()}
-        try:
-            se_inf = self._standard_error_inference()
-            cols["std err"] = se_inf.scale
-            stat = "t" if isinstance(se_inf.law, StudentLaw) else "z"
-            cols[stat] = se_inf.statistic(self.params.to_numpy())
-            cols[f"P>|{stat}|"] = se_inf.pvalues(self.params.to_numpy())
-            ci = se_inf.conf_int(self.params.to_numpy(), alpha)
-            cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
-        except OptionError:
-            pass
-        if "rs" in self.inferences:
-            rs = self.inferences["rs"]
-            ci = rs.conf_int(self.params.to_numpy(), alpha)
-            cols[f"RS {lo}"], cols[f"RS {hi}"] = ci[:, 0], ci[:, 1]
-            cols["RS P>|R|"] = rs.pvalues(self.params.to_numpy())
-        return pd.DataFrame(cols, index=self._names)
+        return coefficient_frame(self, float(alpha))
 
     def __repr__(self) -> str:
         kind = "private" if self.private else "oracle"
         return (f"<DPRegressionResults {kind} {self.family_label} n={self.nobs} "
                 f"engine={self.engine} privacy={self._privacy_line()!r}>")
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 @dataclass(frozen=True)
