@@ -1,4 +1,9 @@
-"""Replication of Table 1 of the dpsgd-inference paper (STAR data, mu = 2)."""
+"""Replication of Table 1 of the dpsgd-inference paper (STAR data, mu = 2): the
+``python -m dpreg replicate star`` command.
+
+Named for what it holds; the Monte Carlo studies' replicate functions (one simulated
+data set per call) are :mod:`dpreg.studies.replicates`.
+"""
 
 from __future__ import annotations
 
