@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import DataError, OptionError
 
 __all__ = ["Design", "design_from_arrays", "check_bounds", "check_identified", "design_notes",
@@ -221,9 +222,7 @@ def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
 
 
 def check_missing(missing: str) -> str:
-    if missing not in MISSING_POLICIES:
-        raise OptionError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
-    return missing
+    return one_of("missing", missing, MISSING_POLICIES)
 
 
 def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.iterates import IterateInference
@@ -94,8 +95,7 @@ class ContrastResults:
         """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only)."""
         if self.effect is None:
             raise OptionError("confidence intervals exist for t tests only (t_test)")
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         half = self._critical(alpha) * self.sd
         return np.column_stack([self.effect - half, self.effect + half])
 

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError, PrivateStatisticError
 
 __all__ = ["Margins", "margins"]
@@ -57,8 +58,7 @@ class Margins:
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """``(k, 2)`` intervals at level ``1 - alpha``."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         half = self._law.critical_value(alpha) * self._scale
         return np.column_stack([self.margeff - half, self.margeff + half])
 

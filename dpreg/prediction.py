@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from dpreg.exceptions import OptionError
+from dpreg._checks import number_in
 
 __all__ = ["PredictionResults", "predict_rows"]
 
@@ -65,8 +65,7 @@ class PredictionResults:
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """``(k, 2)`` intervals of the mean at level ``1 - alpha``."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         half = self._critical(alpha) * self._scale_lin
         ci = np.column_stack([self.linpred - half, self.linpred + half])
         return expit(ci) if self.logistic else ci

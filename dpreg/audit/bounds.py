@@ -23,13 +23,12 @@ machine learning", IEEE S&P. Clopper and Pearson (1934), Biometrika 26(4), 404-4
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
 from statsmodels.stats.proportion import proportion_confint
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.privacy.accountants import rigorous_epsilon
 from dpreg.privacy.events import GaussianMechanismEvent
@@ -183,8 +182,7 @@ def clopper_pearson(k, n, alpha=0.05):
     """
     k_arr = np.asarray(k)
     n_arr = np.asarray(n)
-    if not (0.0 < float(alpha) < 1.0):
-        raise OptionError(f"alpha must be in (0, 1); got {alpha!r}")
+    number_in("alpha", float(alpha), 0, 1)
     if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
         raise OptionError(f"need 0 <= k <= n and n >= 1; got k={k!r}, n={n!r}")
     low, upp = proportion_confint(k_arr, n_arr, alpha=float(alpha), method="beta")
@@ -265,11 +263,8 @@ def epsilon_lower_bound(scores_d, scores_dprime, delta, alpha=0.05, rng=None):
     """
     sd = _check_scores("scores_d", scores_d)
     sdp = _check_scores("scores_dprime", scores_dprime)
-    delta = float(delta)
-    if not 0.0 <= delta < 1.0:
-        raise OptionError(f"delta must be in [0, 1); got {delta!r}")
-    if not 0.0 < float(alpha) < 1.0:
-        raise OptionError(f"alpha must be in (0, 1); got {alpha!r}")
+    delta = number_in("delta", float(delta), 0, 1, low_closed=True)
+    number_in("alpha", float(alpha), 0, 1)
     if rng is not None:
         gen = np.random.default_rng(rng)
         sd, sdp = gen.permutation(sd), gen.permutation(sdp)
@@ -304,17 +299,8 @@ def epsilon_lower_bound(scores_d, scores_dprime, delta, alpha=0.05, rng=None):
 
 
 # ------------------------------------------------------------ shared by the audits
-def _check_runs(runs):
-    if isinstance(runs, bool) or not isinstance(runs, numbers.Integral) or runs < 4:
-        raise OptionError(f"runs must be an integer >= 4; got {runs!r}")
-    return int(runs)
-
-
-def _check_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not (
-            math.isfinite(value) and value > 0):
-        raise OptionError(f"{name} must be a positive finite number; got {value!r}")
-    return float(value)
+#: The fewest runs per data set: two for each half (selection and evaluation).
+MIN_RUNS = 4
 
 
 def claimed_epsilons(event, delta):

@@ -9,13 +9,8 @@ import time
 
 import numpy as np
 
-from dpreg.audit.bounds import (
-    AuditReport,
-    _check_positive,
-    _check_runs,
-    claimed_epsilons,
-    epsilon_lower_bound,
-)
+from dpreg._checks import integer_at_least, positive_number
+from dpreg.audit.bounds import MIN_RUNS, AuditReport, claimed_epsilons, epsilon_lower_bound
 from dpreg.engines.dpsgd import SGDSettings, run_dpsgd
 from dpreg.exceptions import OptionError
 from dpreg.families import Objective, get_family, mallows_weights
@@ -78,10 +73,10 @@ def audit_dpsgd(mu=1.0, runs=2000, delta=1e-5, rng=None, *, n=50, p=2, batch_siz
     audits); the rigorous RDP bound for uniform sampling is in addition about twice the
     CLT epsilon (:mod:`dpreg.privacy.accountants`).
     """
-    mu = _check_positive("mu", mu)
-    runs = _check_runs(runs)
-    clip = _check_positive("clip", clip)
-    noise_scale = _check_positive("noise_scale", noise_scale)
+    mu = positive_number("mu", mu)
+    runs = integer_at_least("runs", runs, MIN_RUNS)
+    clip = positive_number("clip", clip)
+    noise_scale = positive_number("noise_scale", noise_scale)
     if sampling not in ("uniform", "poisson"):
         raise OptionError(f"sampling must be 'uniform' or 'poisson'; got {sampling!r}")
     if neighbour is None:
@@ -180,9 +175,9 @@ def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber"
 
     from dpreg.stream import LDPStream
 
-    mu = _check_positive("mu", mu)
-    runs = _check_runs(runs)
-    noise_scale = _check_positive("noise_scale", noise_scale)
+    mu = positive_number("mu", mu)
+    runs = integer_at_least("runs", runs, MIN_RUNS)
+    noise_scale = positive_number("noise_scale", noise_scale)
     gen = np.random.default_rng(rng)
     t0 = time.perf_counter()
     # ||x||^2 = 2 puts the Mallows weight at 1 and w ||x|| at sqrt(2): the bound B0
@@ -267,10 +262,10 @@ def audit_dpgd(mu=1.0, runs=20_000, delta=1e-5, rng=None, *, n=20, p=2, steps=50
     """
     from dpreg.engines.dpgd import GDSettings, run_dpgd
 
-    mu = _check_positive("mu", mu)
-    runs = _check_runs(runs)
-    clip = _check_positive("clip", clip)
-    noise_scale = _check_positive("noise_scale", noise_scale)
+    mu = positive_number("mu", mu)
+    runs = integer_at_least("runs", runs, MIN_RUNS)
+    clip = positive_number("clip", clip)
+    noise_scale = positive_number("noise_scale", noise_scale)
     if statistic not in ("last", "mean"):
         raise OptionError(f"statistic must be 'last' or 'mean'; got {statistic!r}")
     gen = np.random.default_rng(rng)

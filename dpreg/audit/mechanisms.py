@@ -7,13 +7,8 @@ import time
 
 import numpy as np
 
-from dpreg.audit.bounds import (
-    AuditReport,
-    _check_positive,
-    _check_runs,
-    claimed_epsilons,
-    epsilon_lower_bound,
-)
+from dpreg._checks import integer_at_least, positive_number
+from dpreg.audit.bounds import MIN_RUNS, AuditReport, claimed_epsilons, epsilon_lower_bound
 from dpreg.exceptions import OptionError
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import mu_to_epsilon
@@ -56,9 +51,9 @@ def audit_gaussian_mechanism(mu=1.0, runs=200_000, delta=1e-5, rng=None, *, dim=
     ``epsilon_claimed`` (PLD) and ``epsilon_gdp`` (Dong, Roth and Su 2022, Cor. 2.13)
     agree to the PLD discretization.
     """
-    mu = _check_positive("mu", mu)
-    runs = _check_runs(runs)
-    noise_scale = _check_positive("noise_scale", noise_scale)
+    mu = positive_number("mu", mu)
+    runs = integer_at_least("runs", runs, MIN_RUNS)
+    noise_scale = positive_number("noise_scale", noise_scale)
     gen = np.random.default_rng(rng)
     t0 = time.perf_counter()
     event = GaussianMechanismEvent(name="sum of rows", sensitivity=1.0, noise_std=1.0 / mu,
@@ -129,9 +124,9 @@ def audit_matrix_mechanism(mu=1.0, runs=200_000, delta=1e-5, rng=None, *, n=50, 
     with the zero neighbour). The bound in the mechanism's docstring is conservative,
     not wrong.
     """
-    mu = _check_positive("mu", mu)
-    runs = _check_runs(runs)
-    x_bound = _check_positive("x_bound", x_bound)
+    mu = positive_number("mu", mu)
+    runs = integer_at_least("runs", runs, MIN_RUNS)
+    x_bound = positive_number("x_bound", x_bound)
     if neighbour not in ("orthogonal", "zero"):
         raise OptionError(f"neighbour must be 'orthogonal' or 'zero'; got {neighbour!r}")
     if p < (2 if neighbour == "orthogonal" else 1) or n < 2:

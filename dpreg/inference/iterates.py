@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import Inference, StudentLaw
 
@@ -131,8 +132,7 @@ def ema(iterates, beta: float) -> np.ndarray:
         In (0, 1); dpreg's default 0.999.
     """
     it = _as_iterates(iterates)
-    if not 0 < beta < 1:
-        raise OptionError(f"ema_beta must be in (0, 1), got {beta!r}")
+    number_in("ema_beta", beta, 0, 1)
     k = np.arange(1, it.shape[0], dtype=float)
     b = np.minimum(beta, (1.0 + k) / (10.0 + k))
     # e_K = prod_k b_k * theta_0 + sum_k (1 - b_k) prod_{l > k} b_l * theta_k, computed as

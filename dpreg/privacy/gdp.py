@@ -24,6 +24,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from dpreg._checks import number_in, one_of
 from dpreg.exceptions import BudgetExceededError, OptionError
 
 __all__ = [
@@ -95,8 +96,7 @@ def _log_expm1(x):
 
 
 def _check_dpsgd(n, batch_size, steps, sampling):
-    if sampling not in _SAMPLINGS:
-        raise OptionError(f"sampling must be one of {_SAMPLINGS}; got {sampling!r}")
+    one_of("sampling", sampling, _SAMPLINGS)
     n = _positive("n", n)
     batch_size = _positive("batch_size", batch_size)
     steps = _positive("steps", steps)
@@ -291,13 +291,6 @@ def mu_to_delta(mu, epsilon):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def _check_delta(delta):
-    d = float(delta)
-    if not 0.0 < d < 1.0:
-        raise BudgetExceededError(f"delta must be in (0, 1); got {delta!r}")
-    return d
-
-
 def mu_to_epsilon(mu, delta):
     """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
 
@@ -312,7 +305,7 @@ def mu_to_epsilon(mu, delta):
     (the bracket is doubled if round-off ever leaves it without a sign change).
     """
     mu = float(_positive("mu", mu, allow_inf=True, err=BudgetExceededError))
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     if math.isinf(mu):
         return math.inf
     if delta >= float(mu_to_delta(mu, 0.0)):
@@ -336,7 +329,7 @@ def epsilon_to_mu(epsilon, delta):
     from ``epsilon / sqrt(2 log(1/delta))``.
     """
     eps = float(_positive("epsilon", epsilon, err=BudgetExceededError))
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     log_target = math.log(delta)
 
     def f(log_mu):  # increasing
@@ -381,6 +374,6 @@ def rho_to_epsilon(rho, delta):
     tight for Gaussians; for those :func:`mu_to_epsilon` with mu = sqrt(2 rho) is exact.)
     """
     rho = _positive("rho", rho, err=BudgetExceededError)
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     out = rho + 2.0 * np.sqrt(rho * math.log(1.0 / delta))
     return float(out) if np.ndim(out) == 0 else out

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 from dpreg.inference.base import Inference
 from dpreg.results.summary import coefficient_frame, fit_summary
@@ -207,8 +208,7 @@ class DPRegressionResults:
         method : {"plugin", "rs", "batch_means", "runs", "checkpoints", "oracle"}, optional
             Defaults to the fit's ``cov_type``; the engine decides which exist.
         """
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         inf = self._inference(method)
         ci = inf.conf_int(self.params.to_numpy(), float(alpha))
         return pd.DataFrame(ci, index=self._names, columns=[0, 1])
@@ -470,8 +470,7 @@ class DPRegressionResults:
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """The coefficient table of :meth:`summary` as a DataFrame (estimates, standard
         errors, statistics, p-values and intervals of every method with a column)."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         return coefficient_frame(self, float(alpha))
 
     def __repr__(self) -> str:

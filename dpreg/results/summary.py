@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.tables import Summary
@@ -188,8 +189,7 @@ def summary_col(results: Sequence[DPRegressionResults], *, layout: str = "wide",
     >>> "Inference" in dpreg.summary_col([a]).as_text()
     True
     """
-    if layout not in LAYOUTS:
-        raise OptionError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    one_of("layout", layout, LAYOUTS)
     if layout == "long":
         return summary_col_long(results, variables=variables, model_names=model_names,
                                 title=title, float_format=float_format)
