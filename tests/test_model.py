@@ -203,7 +203,7 @@ def test_predict_with_formula_and_after_pickle(small_frame, small_bounds):
 
 
 def test_private_results_hold_no_raw_data(small_frame, small_bounds):
-    # Search the pickled bytes for the data's values (DESIGN.md, privacy rule 5).
+    # Search the pickled bytes for the data's values (user guide, Privacy: "Threat model").
     res = fit(small_frame, small_bounds)
     blob = pickle.dumps(res)
     for value in small_frame["y"].to_numpy()[:50]:

@@ -141,7 +141,11 @@ class RandomScalingPivot:
     ``x >= 1600`` where it is below the smallest double. Quantiles solve
     ``sf(x) = p`` with ``p = min(q, 1 - q)`` by :func:`scipy.optimize.brentq` inside a
     bracket grown (or shrunk) by factors of 2 until it encloses the root. The
-    derivation is in MATH.md, section 2.
+    derivation: ``Q = int_0^1 B(r)^2 dr = sum_k Z_k^2 / (k pi)^2`` (``B`` a Brownian
+    bridge) has ``E exp(-s Q) = (sqrt(2s) / sinh sqrt(2s))^(1/2)``, so Craig's formula
+    ``Phi(-y) = (1/pi) int_0^(pi/2) exp(-y^2 / (2 sin^2 phi)) dphi`` turns
+    ``P(|R| > x) = E[2 Phi(-x sqrt(Q))]`` into ``(2/pi) int_0^(pi/2) g(x / sin phi) dphi``,
+    and ``1 / sin phi = cosh v`` gives the integral above.
 
     References
     ----------

@@ -1,7 +1,8 @@
 """Rigorous (epsilon, delta) and zCDP bounds for a set of events, through dp_accounting.
 
 The GDP central limit theorem (:func:`dpreg.privacy.gdp.dpsgd_mu`) is an approximation
-that can understate the privacy loss of subsampled steps (MATH.md section 3). The
+that can understate the privacy loss of subsampled steps (user guide, Corrections to the
+papers: "GDP central limit theorem"). The
 headline (epsilon, delta) of a fit comes from here: Google's ``dp_accounting``
 (privacy loss distributions or Renyi DP), never from a home-made accountant.
 

@@ -82,7 +82,7 @@ class GaussianMechanismEvent:
     -----
     Replace-one vs add/remove changes the sensitivity, not the noise: the clipped
     gradient sum with clip tau has sensitivity 2 tau under replace-one and tau under
-    add/remove (MATH.md section 3).
+    add/remove (user guide, Privacy: "Adjacency and sensitivity").
     """
 
     name: str

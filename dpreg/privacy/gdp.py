@@ -154,8 +154,8 @@ def dpsgd_mu(n, batch_size, steps, noise_multiplier, sampling="uniform"):
     Full batch (``batch_size == n`` or ``sampling="none"``): exactly
     :math:`\mu = \sqrt{T}/s`. (Bu, Dong, Long and Su 2020, "Deep learning with Gaussian
     differential privacy", Thms 4-5; Dong, Roth and Su 2022, JRSSB 84(1), Cor. 5.4.
-    The dpsgd-inference paper prints exp(-sigma^2) for exp(1/sigma^2), a typo:
-    MATH.md section 3.) The bracket is evaluated without cancellation for large s
+    The dpsgd-inference paper prints exp(-sigma^2) for exp(1/sigma^2), a typo: user
+    guide, Corrections to the papers.) The bracket is evaluated without cancellation for large s
     (series in 1/s) and in log space for small s, so mu is accurate to about 1e-14
     relative for any s. The result is a CLT approximation: it can understate the
     privacy loss; see :func:`dpreg.privacy.accountants.rigorous_epsilon`.

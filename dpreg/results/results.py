@@ -3,8 +3,8 @@
 One class serves private fits and oracles. A private Results object holds the private
 estimate, the inference records built from private quantities, the ledger and the
 public settings: no raw data and no non-private statistic, so it is safe to pickle,
-print and publish (DESIGN.md, privacy rule 5). An oracle is always a separate object,
-labelled non-private.
+print and publish (user guide, Privacy: "Threat model"). An oracle is always a separate
+object, labelled non-private.
 """
 
 from __future__ import annotations
