@@ -10,7 +10,6 @@ on the backend, the order of execution, the chunking, or which other cells exist
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import json
 import math
@@ -68,15 +67,6 @@ def _function_id(func: Callable) -> str:
             "replicate must be a function defined at the top level of an importable module "
             f"(it is sent to worker processes by reference and names the cache); got {func!r}")
     return f"{module}:{qualname}"
-
-
-def resolve_function(func_id: str) -> Callable:
-    """Import ``"module:qualname"`` back to the function."""
-    module, _, qualname = func_id.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 @dataclass(frozen=True)
