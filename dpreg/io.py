@@ -52,5 +52,5 @@ def load(fname):
     return obj
 
 
-#: statsmodels' spelling (``statsmodels.iolib.smpickle.load_pickle``).
+# statsmodels' spelling (statsmodels.iolib.smpickle.load_pickle): the same function.
 load_pickle = load

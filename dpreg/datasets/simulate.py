@@ -168,11 +168,21 @@ def simulate_logistic(
 
     Parameters
     ----------
-    n, p, cov, rho, intercept, random_state
+    n : int
+        Number of observations, >= 1.
+    p : int, default 3
+        Number of covariates, >= 1.
+    cov : {"identity", "toeplitz"}, default "identity"
+        As in :func:`simulate_linear`.
+    rho : float, default 0.5
         As in :func:`simulate_linear`.
     theta : float or array-like, optional
         True coefficients (length ``p``, or ``p + 1`` with the intercept first). By
         default each is drawn from U[0, 1/2] with the same Generator, before the data.
+    intercept : bool, default False
+        Whether the model has an intercept.
+    random_state : int, numpy.random.Generator or None
+        Seed or Generator for :func:`numpy.random.default_rng`.
 
     Returns
     -------

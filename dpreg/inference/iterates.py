@@ -169,6 +169,11 @@ def aggregate(iterates, how: str, *, beta: float = 0.999, k: int | None = None) 
         EMA coefficient (see :func:`ema`).
     k : int, optional
         Window of the past-k average (required for ``"upa"``).
+
+    Returns
+    -------
+    ndarray (p,)
+        The aggregated estimate.
     """
     it = _as_iterates(iterates)
     if how == "last":

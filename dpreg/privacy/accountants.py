@@ -290,8 +290,22 @@ def rigorous_epsilon(events: Sequence[GaussianMechanismEvent], delta: float, *,
 
 def rigorous_delta(events: Sequence[GaussianMechanismEvent], epsilon: float, *,
                    value_discretization_interval: float | None = None) -> tuple[float, str]:
-    """Upper bound on delta at ``epsilon`` (>= 0) for all ``events``: see
-    :func:`rigorous_epsilon`."""
+    """Upper bound on delta at ``epsilon`` for all ``events`` composed, by dp_accounting.
+
+    Parameters
+    ----------
+    events : sequence of GaussianMechanismEvent
+        One adjacency for all.
+    epsilon : float
+        >= 0.
+    value_discretization_interval : float, optional
+        As for :func:`rigorous_epsilon`.
+
+    Returns
+    -------
+    (float, str)
+        delta and the accountant's name (see :func:`rigorous_epsilon`).
+    """
     events = _check_events(events)
     eps = float(epsilon)
     if not eps >= 0:

@@ -195,8 +195,23 @@ def _expanding_root(f, x0, *, grow=4.0, xtol=1e-14):
 def calibrate_dpsgd(mu, n, batch_size, steps, sampling="uniform"):
     """Noise multiplier s with ``dpsgd_mu(n, batch_size, steps, s, sampling) == mu``.
 
-    ``mu`` > 0 is the target; the other parameters are as in :func:`dpsgd_mu`. Returns s
-    to about 1e-13 relative (exactly ``sqrt(T)/mu`` for full batches).
+    Parameters
+    ----------
+    mu : float
+        The target, > 0.
+    n : int
+        Number of rows (public), as for :func:`dpsgd_mu`.
+    batch_size : float
+        As for :func:`dpsgd_mu`.
+    steps : float
+        As for :func:`dpsgd_mu`.
+    sampling : {"uniform", "poisson", "none"}
+        As for :func:`dpsgd_mu`.
+
+    Returns
+    -------
+    float
+        s, to about 1e-13 relative (exactly ``sqrt(T)/mu`` for full batches).
 
     Notes
     -----
@@ -294,8 +309,18 @@ def mu_to_delta(mu, epsilon):
 def mu_to_epsilon(mu, delta):
     """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
 
-    For mu > 0 (``inf`` gives ``inf``) and delta in (0, 1): the epsilon solving
-    ``mu_to_delta(mu, epsilon) == delta``, or 0 when ``delta >= 2 Phi(mu/2) - 1``.
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, > 0 (``inf`` gives ``inf``).
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        The epsilon solving ``mu_to_delta(mu, epsilon) == delta``, or 0 when
+        ``delta >= 2 Phi(mu/2) - 1``.
 
     Notes
     -----
@@ -324,9 +349,19 @@ def mu_to_epsilon(mu, delta):
 def epsilon_to_mu(epsilon, delta):
     """The mu such that mu-GDP is exactly (epsilon, delta)-DP (inverse of mu_to_epsilon).
 
-    For epsilon > 0 and delta in (0, 1): mu solving ``mu_to_delta(mu, epsilon) ==
-    delta`` (delta increases in mu), by Brent's method on log mu in a bracket expanding
-    from ``epsilon / sqrt(2 log(1/delta))``.
+    Parameters
+    ----------
+    epsilon : float
+        > 0.
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        mu solving ``mu_to_delta(mu, epsilon) == delta`` (delta increases in mu), by
+        Brent's method on log mu in a bracket expanding from
+        ``epsilon / sqrt(2 log(1/delta))``.
     """
     eps = float(_positive("epsilon", epsilon, err=BudgetExceededError))
     delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
