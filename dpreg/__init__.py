@@ -25,9 +25,8 @@ from dpreg.exceptions import (
 from dpreg.io import load, load_pickle
 from dpreg.model import DPRegression
 from dpreg.oracle import oracle
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, summary_col
 from dpreg.stream import LDPStream
-from dpreg.summary import summary_col
 
 __version__ = "0.2.0"
 

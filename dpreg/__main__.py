@@ -150,7 +150,7 @@ def cmd_fit(args) -> int:
 
 
 def cmd_replicate(args) -> int:
-    from dpreg.replicate import replicate_star
+    from dpreg.star_table1 import replicate_star
 
     print(replicate_star(path=args.data, mu=args.mu, seed=args.seed, fmt=args.format,
                          runs=args.runs))

@@ -63,7 +63,9 @@ def dp_huber(formula: str, data, *, c: float = 1.345, **options) -> DPRegression
 
     Parameters
     ----------
-    formula, data
+    formula : str
+        As for :func:`dp_ols`.
+    data : pandas.DataFrame
         As for :func:`dp_ols`.
     c : float
         Huber's truncation constant: residuals beyond ``c`` get a bounded influence. The
@@ -86,7 +88,9 @@ def dp_expectile(formula: str, data, *, tau: float = 0.5, c: float = 1.345,
 
     Parameters
     ----------
-    formula, data
+    formula : str
+        As for :func:`dp_ols`.
+    data : pandas.DataFrame
         As for :func:`dp_ols`.
     tau : float
         Expectile location in (0, 1): residuals above the fit weigh ``tau``, below it
@@ -110,9 +114,11 @@ def dp_logit(formula: str, data, **options) -> DPRegressionResults:
 
     Parameters
     ----------
-    formula, data
+    formula : str
         As for :func:`dp_ols`. The outcome is 0/1, boolean, or a two-level category
         (its second level in sorted order is coded 1 and named in the output).
+    data : pandas.DataFrame
+        As for :func:`dp_ols`.
     **options
         As for :func:`dp_ols`, plus ``weights`` (``None`` by default; ``"mallows"``
         for the ldp-sgd paper's weighted loss).

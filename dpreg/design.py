@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import DataError, OptionError
 
 __all__ = ["Design", "design_from_arrays", "check_bounds", "check_identified", "design_notes",
@@ -153,13 +154,15 @@ def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
-        raise OptionError(f"bounds must be a dict {{column: (lower, upper)}}, got {type(bounds).__name__}")
+        raise OptionError("bounds must be a dict {column: (lower, upper)}, got "
+                          f"{type(bounds).__name__}")
     out = {}
     for key, value in bounds.items():
         try:
             lo, hi = (float(v) for v in value)
         except (TypeError, ValueError):
-            raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, got {value!r}") from None
+            raise OptionError(f"bounds[{key!r}] must be a pair (lower, upper) of numbers, "
+                              f"got {value!r}") from None
         if not (math.isfinite(lo) and math.isfinite(hi)) or lo >= hi:
             raise OptionError(f"bounds[{key!r}] = ({lo}, {hi}) must be finite with lower < upper")
         if max(abs(lo), abs(hi)) > BOUND_LIMIT:
@@ -219,9 +222,7 @@ def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
 
 
 def check_missing(missing: str) -> str:
-    if missing not in MISSING_POLICIES:
-        raise OptionError(f"missing must be one of {MISSING_POLICIES}, got {missing!r}")
-    return missing
+    return one_of("missing", missing, MISSING_POLICIES)
 
 
 def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
@@ -346,7 +347,7 @@ def design_from_arrays(endog, exog, *, missing: str = "drop",
             col_bounds.append(max(abs(v) for v in bounds[name]))
         else:
             col_bounds.append(None)
-    undeclared = tuple(n for n, b in zip(names, col_bounds) if b is None)
+    undeclared = tuple(n for n, b in zip(names, col_bounds, strict=True) if b is None)
     unknown = set(bounds) - set(names) - {endog_name}
     if unknown:
         raise OptionError(f"bounds name column(s) {sorted(unknown)} that are not in the model; "

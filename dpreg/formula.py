@@ -95,7 +95,8 @@ def _patsy_call(fn, *args, **kwargs):
         if "missing values" in msg or "NA" in msg.split("\n")[0]:
             raise DataError(f"missing values and missing='raise': {msg.splitlines()[0]}; "
                             "use missing='drop' to drop incomplete rows") from None
-        raise FormulaError(f"cannot build the design from the formula: {msg.splitlines()[0]}") from None
+        raise FormulaError("cannot build the design from the formula: "
+                           f"{msg.splitlines()[0]}") from None
     except (ValueError, TypeError, KeyError, IndexError) as err:  # raised inside patsy
         raise DataError(f"cannot build the design from these data: {type(err).__name__}: "
                         f"{err}") from None
@@ -205,7 +206,7 @@ def _row_norm_bound(design_info, bounds: Mapping[str, tuple[float, float]]):
                     undeclared.append(name)
         for sub in subterms:
             cat = 1.0
-            for factor, contrast in sub.contrast_matrices.items():
+            for contrast in sub.contrast_matrices.values():
                 cat *= float(np.max(np.sum(np.asarray(contrast.matrix) ** 2, axis=1)))
             total += cat * numeric
     undeclared = tuple(dict.fromkeys(undeclared))

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.iterates import IterateInference
@@ -91,16 +92,39 @@ class ContrastResults:
                 self.fvalue = statistic
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only)."""
+        """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only).
+
+        Parameters
+        ----------
+        alpha : float
+            In (0, 1).
+
+        Returns
+        -------
+        ndarray
+            ``(k, 2)``: lower and upper end for each restriction.
+        """
         if self.effect is None:
             raise OptionError("confidence intervals exist for t tests only (t_test)")
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         half = self._critical(alpha) * self.sd
         return np.column_stack([self.effect - half, self.effect + half])
 
     def summary_frame(self, xname=None, alpha: float = 0.05) -> pd.DataFrame:
-        """The t test's table as a DataFrame (statsmodels' columns)."""
+        """The t test's table as a DataFrame (statsmodels' columns).
+
+        Parameters
+        ----------
+        xname : list of str, optional
+            Row labels (default ``c0, c1, ...``).
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``coef``, ``std err``, the statistic, its p-value and the interval.
+        """
         if self.effect is None:
             raise OptionError("summary_frame exists for t tests only (t_test)")
         stat = {"t": "t", "norm": "z"}.get(self.distribution, "R")
@@ -111,7 +135,23 @@ class ContrastResults:
                             index=list(xname) if xname is not None else self.c_names)
 
     def summary(self, xname=None, alpha: float = 0.05, title: str | None = None):
-        """A table for t tests (statsmodels ``Summary``); a one-line string otherwise."""
+        """A table for t tests (statsmodels ``Summary``); a one-line string otherwise.
+
+        Parameters
+        ----------
+        xname : list of str, optional
+            Row labels of a t test's table (default ``c0, c1, ...``).
+        alpha : float
+            Intervals at level ``1 - alpha``.
+        title : str, optional
+            Title of a t test's table (default "Test for Constraints").
+
+        Returns
+        -------
+        statsmodels.iolib.summary2.Summary or str
+            The table of a t test; a line with the statistic and p-value of a joint
+            test.
+        """
         if self.effect is not None:
             from statsmodels.iolib.summary2 import Summary
 

@@ -2,8 +2,8 @@
 
 A result is pickled as it is: private estimates, inference records, ledger, public
 settings and the public description of the formula's design (variables and declared
-categories), never data (DESIGN.md, privacy rule 5). A loaded result predicts on new
-data frames: the design is rebuilt from the formula and the stored categories.
+categories), never data (user guide, Privacy: "Threat model"). A loaded result predicts
+on new data frames: the design is rebuilt from the formula and the stored categories.
 """
 
 from __future__ import annotations
@@ -52,5 +52,5 @@ def load(fname):
     return obj
 
 
-#: statsmodels' spelling (``statsmodels.iolib.smpickle.load_pickle``).
+# statsmodels' spelling (statsmodels.iolib.smpickle.load_pickle): the same function.
 load_pickle = load

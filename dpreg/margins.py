@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError, PrivateStatisticError
 
 __all__ = ["Margins", "margins"]
@@ -56,17 +57,35 @@ class Margins:
         self.pvalues = law.two_sided_pvalue(self.tvalues)
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        """``(k, 2)`` intervals at level ``1 - alpha``."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        """Intervals of the effects at level ``1 - alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+            In (0, 1).
+
+        Returns
+        -------
+        ndarray
+            ``(k, 2)``: lower and upper end for each effect.
+        """
+        number_in("alpha", alpha, 0, 1)
         half = self._law.critical_value(alpha) * self._scale
         return np.column_stack([self.margeff - half, self.margeff + half])
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """The effects as a DataFrame with statsmodels' column names.
 
-        The columns are ``dy/dx``, ``Std. Err.``, ``z``, ``Pr(>|z|)``, ``Conf. Int. Low``
-        and ``Cont. Int. Hi.`` (statsmodels' spelling).
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Columns ``dy/dx``, ``Std. Err.``, ``z``, ``Pr(>|z|)``, ``Conf. Int. Low`` and
+            ``Cont. Int. Hi.`` (statsmodels' spelling).
         """
         ci = self.conf_int(alpha)
         return pd.DataFrame({"dy/dx": self.margeff, "Std. Err.": self.margeff_se,
@@ -75,7 +94,18 @@ class Margins:
                             index=self.names)
 
     def summary(self, alpha: float = 0.05):
-        """A statsmodels ``Summary`` of the effects."""
+        """A statsmodels ``Summary`` of the effects.
+
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        dpreg.tables.Summary
+            The table of :meth:`summary_frame` and where the effects were evaluated.
+        """
         from dpreg.tables import Summary
 
         smry = Summary()

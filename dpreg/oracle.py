@@ -35,9 +35,27 @@ def oracle(formula: str, data, *, family: str = "linear", c: float | None = None
 
     Parameters
     ----------
-    formula, data, family, c, tau, weights, missing, bounds, levels, eval_env
+    formula : str
+        Patsy formula (as for :meth:`dpreg.DPRegression.from_formula`).
+    data : pandas.DataFrame
+        The data (NOT protected: the oracle reads them directly).
+    family : {"linear", "huber", "logistic", "expectile"}
+        As for :class:`dpreg.DPRegression`.
+    c : float, optional
+        As for :class:`dpreg.DPRegression`.
+    tau : float
+        As for :class:`dpreg.DPRegression`.
+    weights : {"mallows", None}, optional
+        As for :class:`dpreg.DPRegression`.
+    missing : {"drop", "raise"}
+        As for :class:`dpreg.DPRegression`.
+    bounds : dict, optional
         As for :class:`dpreg.DPRegression`. ``bounds`` clip the outcome as in the
         private fit, so that the oracle minimizes the same loss.
+    levels : dict, optional
+        As for :meth:`dpreg.DPRegression.from_formula`.
+    eval_env : int
+        As for :meth:`dpreg.DPRegression.from_formula`.
 
     Returns
     -------
@@ -105,7 +123,8 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
     label = "Oracle: " + objective.label() + " on the raw data"
     if family.name == "linear" and not objective.mallows:
         res = sm.OLS(y, X).fit()
-        params, cov, law = np.asarray(res.params), np.asarray(res.cov_params()), StudentLaw(res.df_resid)
+        params, cov = np.asarray(res.params), np.asarray(res.cov_params())
+        law = StudentLaw(res.df_resid)
         label += " (statsmodels OLS)."
     elif family.name == "logistic" and not objective.mallows:
         params, cov = _logit(y, X)

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.special import expit
 
-from dpreg.exceptions import OptionError
+from dpreg._checks import number_in
 
 __all__ = ["PredictionResults", "predict_rows"]
 
@@ -53,30 +53,54 @@ class PredictionResults:
 
     @property
     def predicted_mean(self) -> np.ndarray:
+        """Alias of ``predicted`` (statsmodels' name)."""
         return self.predicted
 
     @property
     def se_mean(self) -> np.ndarray:
+        """Alias of ``se`` (statsmodels' name)."""
         return self.se
 
     @property
     def var_pred_mean(self) -> np.ndarray:
+        """Variance of the predicted mean, ``se ** 2`` (statsmodels' name)."""
         return self.se ** 2
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        """``(k, 2)`` intervals of the mean at level ``1 - alpha``."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        """Intervals of the mean at level ``1 - alpha``.
+
+        Parameters
+        ----------
+        alpha : float
+            In (0, 1).
+
+        Returns
+        -------
+        ndarray
+            ``(k, 2)``: lower and upper end for each row.
+        """
+        number_in("alpha", alpha, 0, 1)
         half = self._critical(alpha) * self._scale_lin
         ci = np.column_stack([self.linpred - half, self.linpred + half])
         return expit(ci) if self.logistic else ci
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
-        """Mean, standard error and interval per row, with statsmodels' column names
-        (``mean, mean_se, mean_ci_lower, mean_ci_upper`` as for OLS; ``predicted, se,
-        ci_lower, ci_upper`` for logistic fits, as for Logit). There are no ``obs_ci``
-        columns: an interval for a new observation needs the residual variance, a
-        statistic of the private data that no mechanism released."""
+        """Mean, standard error and interval per row, with statsmodels' column names.
+
+        There are no ``obs_ci`` columns: an interval for a new observation needs the
+        residual variance, a statistic of the private data that no mechanism released.
+
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``mean, mean_se, mean_ci_lower, mean_ci_upper`` as for OLS; ``predicted, se,
+            ci_lower, ci_upper`` for logistic fits, as for Logit.
+        """
         ci = self.conf_int(alpha)
         names = (("predicted", "se", "ci_lower", "ci_upper") if self.logistic
                  else ("mean", "mean_se", "mean_ci_lower", "mean_ci_upper"))

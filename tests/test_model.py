@@ -8,8 +8,13 @@ import pandas as pd
 import pytest
 
 import dpreg
-from dpreg.exceptions import (BudgetExceededError, DataError, OptionError, PrivacyLeakError,
-                              PrivacyLeakWarning)
+from dpreg.exceptions import (
+    BudgetExceededError,
+    DataError,
+    OptionError,
+    PrivacyLeakError,
+    PrivacyLeakWarning,
+)
 
 FORMULA = "y ~ x + C(g) + d"
 
@@ -106,7 +111,7 @@ def test_budget_split_path_only_gives_rs_without_se(small_frame, small_bounds):
     assert set(res.inferences) == {"rs"}
     assert np.all(np.isfinite(res.pvalues))
     with pytest.raises(OptionError, match="standard error"):
-        res.bse
+        _ = res.bse
     assert len(res.ledger.events) == 1
 
 
@@ -198,7 +203,7 @@ def test_predict_with_formula_and_after_pickle(small_frame, small_bounds):
 
 
 def test_private_results_hold_no_raw_data(small_frame, small_bounds):
-    # Search the pickled bytes for the data's values (DESIGN.md, privacy rule 5).
+    # Search the pickled bytes for the data's values (user guide, Privacy: "Threat model").
     res = fit(small_frame, small_bounds)
     blob = pickle.dumps(res)
     for value in small_frame["y"].to_numpy()[:50]:

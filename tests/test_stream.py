@@ -234,7 +234,7 @@ def test_numeric_fast_path_equals_patsy(seed):
 
 def test_trajectory_bands_end_at_the_reported_intervals(frame, tmp_path):
     pytest.importorskip("matplotlib")
-    from dpreg.plotting import trajectory_bands
+    from dpreg.results.plotting import trajectory_bands
 
     res = _stream(mu=math.sqrt(3), cov_type="plugin").consume(frame).results()
     bands = trajectory_bands(res.trajectory, alpha=0.1)
@@ -255,7 +255,7 @@ def test_plot_trajectory_of_a_dpsgd_fit(small_frame, small_bounds, tmp_path):
     fig = res.plot_trajectory(path=tmp_path / "d.png")
     assert len(fig.axes[0].lines) == 2  # running average and iterate
     with pytest.raises(OptionError, match="no trajectory for"):
-        from dpreg.plotting import trajectory_bands
+        from dpreg.results.plotting import trajectory_bands
         trajectory_bands(_stream().consume(small_frame.assign(
             x1=small_frame["x"], x2=small_frame["d"], g="a")).results().trajectory,
             methods=["plugin"])

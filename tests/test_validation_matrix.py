@@ -14,8 +14,14 @@ import pytest
 
 import dpreg
 from dpreg import privacy
-from dpreg.exceptions import (BudgetExceededError, DataError, DatasetNotFoundError,
-                              FormulaError, OptionError, PrivacyLeakError)
+from dpreg.exceptions import (
+    BudgetExceededError,
+    DataError,
+    DatasetNotFoundError,
+    FormulaError,
+    OptionError,
+    PrivacyLeakError,
+)
 from dpreg.inference import rs_pivot
 
 RNG = np.random.default_rng(8)
@@ -48,8 +54,12 @@ def oracle(df=None, formula="y ~ x", **kw):
 
 CASES = {
     # data
-    "nan outcome, missing=raise": (ols(frame(y=([3], np.nan)), missing="raise"), DataError, "'y': 1"),
-    "nan covariate, missing=raise": (ols(frame(x=([4, 5], np.nan)), missing="raise"), DataError, "'x': 2"),
+    "nan outcome, missing=raise": (
+        ols(frame(y=([3], np.nan)), missing="raise"),
+        DataError, "'y': 1"),
+    "nan covariate, missing=raise": (
+        ols(frame(x=([4, 5], np.nan)), missing="raise"),
+        DataError, "'x': 2"),
     "all rows missing": (ols(frame(x=(slice(None), np.nan))), DataError, "no rows left"),
     "inf outcome": (ols(frame(y=([2], np.inf))), DataError, "'y'"),
     "inf covariate": (ols(frame(x=([2], -np.inf))), DataError, "'x'"),
@@ -57,30 +67,69 @@ CASES = {
     "text outcome": (ols(formula="g ~ x"), DataError, "not numeric"),
     "empty frame": (ols(BASE.iloc[:0]), DataError, "no rows"),
     "oracle: one row": (oracle(BASE.iloc[:1]), DataError, "more regressors"),
-    "oracle: p > n": (oracle(BASE.iloc[:3], formula="y ~ x + b + g + x:b"), DataError, "more regressors"),
-    "oracle: constant column with intercept": (oracle(frame(k=(slice(None), 1.0)), formula="y ~ x + k"), DataError, "'k'"),
-    "oracle: collinear columns": (oracle(BASE.assign(x2=2 * BASE.x), formula="y ~ x + x2"), DataError, "x2"),
-    "outcome bounds near 1e301": (ols(bounds={"y": (-1e301, 1e301), "x": (-1, 1)}), OptionError, "bounds['y']"),
-    "object column holding numbers": (ols(BASE.assign(x=BASE.x.astype(object))), DataError, "dtype object but holds numbers"),
-    "datetime column": (ols(BASE.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(N), "D")), formula="y ~ x + t"), DataError, "datetime64"),
-    "term reading other rows (mean)": (ols(formula="y ~ I(x - x.mean())"), PrivacyLeakError, "I(x - c1)"),
-    "term reading other rows (max)": (ols(formula="y ~ I(x / x.max())"), PrivacyLeakError, "I(x / x.max())"),
-    "term reading other rows (median, std)": (ols(formula="y ~ I((x - np.median(x)) / np.std(x))"), PrivacyLeakError, "I((x - c1) / c2)"),
-    "bounds on a transformed term in an interaction": (ols(BASE.assign(w=np.exp(BASE.x)), formula="y ~ x + np.log(w):x", bounds={"y": (-4, 4), "x": (-1, 1), "np.log(w)": (-1, 1)}), OptionError, "raw column(s) ['w']"),
-    "bounds on a misspelt column": (ols(bounds={"y": (-4, 4), "xx": (-1, 1)}), OptionError, "did you mean ['x']"),
-    "intercept index out of range": (lambda: dpreg.DPRegression(np.ones(5), np.ones((5, 1)), intercept=3), OptionError, "intercept"),
+    "oracle: p > n": (
+        oracle(BASE.iloc[:3], formula="y ~ x + b + g + x:b"),
+        DataError, "more regressors"),
+    "oracle: constant column with intercept": (
+        oracle(frame(k=(slice(None), 1.0)), formula="y ~ x + k"),
+        DataError, "'k'"),
+    "oracle: collinear columns": (
+        oracle(BASE.assign(x2=2 * BASE.x), formula="y ~ x + x2"),
+        DataError, "x2"),
+    "outcome bounds near 1e301": (
+        ols(bounds={"y": (-1e301, 1e301), "x": (-1, 1)}),
+        OptionError, "bounds['y']"),
+    "object column holding numbers": (
+        ols(BASE.assign(x=BASE.x.astype(object))),
+        DataError, "dtype object but holds numbers"),
+    "datetime column": (
+        ols(BASE.assign(t=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(N), "D")),
+            formula="y ~ x + t"),
+        DataError, "datetime64"),
+    "term reading other rows (mean)": (
+        ols(formula="y ~ I(x - x.mean())"),
+        PrivacyLeakError, "I(x - c1)"),
+    "term reading other rows (max)": (
+        ols(formula="y ~ I(x / x.max())"),
+        PrivacyLeakError, "I(x / x.max())"),
+    "term reading other rows (median, std)": (
+        ols(formula="y ~ I((x - np.median(x)) / np.std(x))"),
+        PrivacyLeakError, "I((x - c1) / c2)"),
+    "bounds on a transformed term in an interaction": (
+        ols(BASE.assign(w=np.exp(BASE.x)), formula="y ~ x + np.log(w):x",
+            bounds={"y": (-4, 4), "x": (-1, 1), "np.log(w)": (-1, 1)}),
+        OptionError, "raw column(s) ['w']"),
+    "bounds on a misspelt column": (
+        ols(bounds={"y": (-4, 4), "xx": (-1, 1)}),
+        OptionError, "did you mean ['x']"),
+    "intercept index out of range": (
+        lambda: dpreg.DPRegression(np.ones(5), np.ones((5, 1)), intercept=3),
+        OptionError, "intercept"),
     "duplicate column names": (ols(pd.concat([BASE, BASE[["x"]]], axis=1)), DataError, "duplicate"),
     "not a DataFrame": (lambda: dpreg.dp_ols("y ~ x", [1, 2, 3], mu=1), DataError, "DataFrame"),
     "missing column": (ols(formula="y ~ nope"), FormulaError, "nope"),
     "no regressors": (ols(formula="y ~ 0"), DataError, "no columns"),
     "not a formula": (ols(formula="y x"), FormulaError, "formula"),
-    "value outside declared levels": (ols(formula="y ~ g", levels={"g": ["a"]}), OptionError, "levels"),
-    "level outside declared list": (ols(formula="y ~ g", levels={"g": ["a", "c"]}), DataError, "outside the declared"),
+    "value outside declared levels": (
+        ols(formula="y ~ g", levels={"g": ["a"]}),
+        OptionError, "levels"),
+    "level outside declared list": (
+        ols(formula="y ~ g", levels={"g": ["a", "c"]}),
+        DataError, "outside the declared"),
     "stateful transform": (ols(formula="y ~ standardize(x)"), PrivacyLeakError, "standardize"),
-    "logit outcome not 0/1": (lambda: dpreg.dp_logit("y ~ x", BASE, mu=1, x_bound=2), DataError, "0/1"),
-    "logit outcome three levels": (lambda: dpreg.dp_logit("g2 ~ x", BASE.assign(g2=RNG.choice(list("abc"), N)), mu=1, x_bound=2), DataError, "not numeric"),
-    "arrays of different lengths": (lambda: dpreg.DPRegression(np.ones(5), np.ones((4, 1))), DataError, "rows"),
-    "non-numeric arrays": (lambda: dpreg.DPRegression(["a"] * 3, np.ones((3, 1))), DataError, "numeric"),
+    "logit outcome not 0/1": (
+        lambda: dpreg.dp_logit("y ~ x", BASE, mu=1, x_bound=2),
+        DataError, "0/1"),
+    "logit outcome three levels": (
+        lambda: dpreg.dp_logit("g2 ~ x", BASE.assign(g2=RNG.choice(list("abc"), N)), mu=1,
+                               x_bound=2),
+        DataError, "not numeric"),
+    "arrays of different lengths": (
+        lambda: dpreg.DPRegression(np.ones(5), np.ones((4, 1))),
+        DataError, "rows"),
+    "non-numeric arrays": (
+        lambda: dpreg.DPRegression(["a"] * 3, np.ones((3, 1))),
+        DataError, "numeric"),
     # budgets
     "negative mu": (ols(mu=-1.0), BudgetExceededError, "mu"),
     "infinite mu": (ols(mu=math.inf), BudgetExceededError, "mu"),
@@ -95,55 +144,111 @@ CASES = {
     # options
     "unknown option": (ols(bach_size=3), OptionError, "batch_size"),
     "unknown engine": (ols(engine="adam"), OptionError, "engine"),
-    "unknown family": (lambda: dpreg.DPRegression.from_formula("y ~ x", BASE, family="probit"), OptionError, "family"),
+    "unknown family": (
+        lambda: dpreg.DPRegression.from_formula("y ~ x", BASE, family="probit"),
+        OptionError, "family"),
     "batch larger than n": (ols(batch_size=N + 1), OptionError, "batch_size"),
     "steps not an integer": (ols(steps=10.5), OptionError, "steps"),
     "one step": (ols(steps=1), OptionError, "steps"),
     "infinite clip": (ols(clip=math.inf), OptionError, "clip"),
     "negative lr": (ols(lr=-0.1), OptionError, "lr"),
     "lr_decay out of range": (ols(lr_decay=0.4), OptionError, "lr_decay"),
-    "budget split not summing to one": (ols(budget_split={"path": 0.5, "hessian": 0.1, "score": 0.1}), OptionError, "sum"),
-    "contradictory split (hessian without score)": (ols(budget_split={"path": 0.5, "hessian": 0.5}), OptionError, "score"),
+    "budget split not summing to one": (
+        ols(budget_split={"path": 0.5, "hessian": 0.1, "score": 0.1}),
+        OptionError, "sum"),
+    "contradictory split (hessian without score)": (
+        ols(budget_split={"path": 0.5, "hessian": 0.5}),
+        OptionError, "score"),
     "bounds reversed": (ols(bounds={"y": (4, -4)}), OptionError, "bounds['y']"),
-    "bounds on a categorical": (ols(formula="y ~ g", bounds={"g": (0, 1)}), OptionError, "categorical"),
+    "bounds on a categorical": (
+        ols(formula="y ~ g", bounds={"g": (0, 1)}),
+        OptionError, "categorical"),
     "bounds on an unknown variable": (ols(bounds={"zz": (0, 1)}), OptionError, "zz"),
     "family fixed by the function": (ols(family="huber"), OptionError, "family"),
-    "tau out of range": (lambda: dpreg.dp_expectile("y ~ x", BASE, tau=1.5, mu=1), OptionError, "tau"),
+    "tau out of range": (
+        lambda: dpreg.dp_expectile("y ~ x", BASE, tau=1.5, mu=1),
+        OptionError, "tau"),
     "c not positive": (lambda: dpreg.dp_huber("y ~ x", BASE, c=0, mu=1), OptionError, "c must"),
-    "tau for a family without it": (lambda: dpreg.DPRegression.from_formula("y ~ x", BASE, family="huber", tau=0.2), OptionError, "tau"),
-    "bad weights": (lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, weights="x"), OptionError, "weights"),
+    "tau for a family without it": (
+        lambda: dpreg.DPRegression.from_formula("y ~ x", BASE, family="huber", tau=0.2),
+        OptionError, "tau"),
+    "bad weights": (
+        lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, weights="x"),
+        OptionError, "weights"),
     "bad random_state": (ols(random_state="seed"), OptionError, "random_state"),
     "bad start_params": (ols(start_params=[1.0]), OptionError, "start_params"),
-    "strict with undeclared bounds": (ols(bounds={"y": (-4, 4)}, strict=True), PrivacyLeakError, "'x'"),
+    "strict with undeclared bounds": (
+        ols(bounds={"y": (-4, 4)}, strict=True),
+        PrivacyLeakError, "'x'"),
     # results, calculator, pivot, data
     "conf_int alpha out of range": (lambda: ols()().conf_int(1.5), OptionError, "alpha"),
-    "conf_int unknown method": (lambda: ols()().conf_int(method="bootstrap"), OptionError, "bootstrap"),
+    "conf_int unknown method": (
+        lambda: ols()().conf_int(method="bootstrap"),
+        OptionError, "bootstrap"),
     "predict without exog": (lambda: ols()().predict(), OptionError, "exog"),
     "predict with wrong width": (lambda: ols()().predict(np.ones((2, 5))), DataError, "columns"),
     "summary_col of nothing": (lambda: dpreg.summary_col([]), OptionError, "at least one"),
-    "calculator: batch larger than n": (lambda: privacy.dpsgd_mu(10, 20, 100, 1.0), OptionError, "batch_size"),
-    "calculator: negative noise": (lambda: privacy.dpsgd_mu(100, 1, 100, -1.0), OptionError, "noise_multiplier"),
+    "calculator: batch larger than n": (
+        lambda: privacy.dpsgd_mu(10, 20, 100, 1.0),
+        OptionError, "batch_size"),
+    "calculator: negative noise": (
+        lambda: privacy.dpsgd_mu(100, 1, 100, -1.0),
+        OptionError, "noise_multiplier"),
     "calculator: delta >= 1": (lambda: privacy.mu_to_epsilon(1.0, 1.0), Exception, "delta"),
-    "calculator: unknown sampling": (lambda: privacy.calibrate_dpsgd(1.0, 100, 1, 100, sampling="x"), OptionError, "sampling"),
+    "calculator: unknown sampling": (
+        lambda: privacy.calibrate_dpsgd(1.0, 100, 1, 100, sampling="x"),
+        OptionError, "sampling"),
     "pivot: level out of range": (lambda: rs_pivot.ppf(1.5), OptionError, "q"),
     "pivot: alpha out of range": (lambda: rs_pivot.critical_value(0.0), OptionError, "alpha"),
-    "STAR file not found": (lambda: dpreg.datasets.load_star("/nonexistent"), DatasetNotFoundError, "Angrist"),
-    "simulator: bad covariance": (lambda: dpreg.datasets.simulate_linear(10, cov="ar"), OptionError, "cov"),
+    "STAR file not found": (
+        lambda: dpreg.datasets.load_star("/nonexistent"),
+        DatasetNotFoundError, "Angrist"),
+    "simulator: bad covariance": (
+        lambda: dpreg.datasets.simulate_linear(10, cov="ar"),
+        OptionError, "cov"),
     # engines other than DP-SGD, and streams
-    "dpgd: runs differ from n_estimates": (ols(engine="dpgd", steps=None, cov_type="runs", runs=3), OptionError, "runs"),
-    "dpgd: cov_type of another engine": (ols(engine="dpgd", steps=None, cov_type="plugin"), OptionError, "not available with engine 'dpgd'"),
-    "dpgd: one estimate": (ols(engine="dpgd", steps=None, n_estimates=1), OptionError, "n_estimates"),
-    "dpgd: bad aggregate": (ols(engine="dpgd", steps=None, aggregate="median"), OptionError, "aggregate"),
-    "dpgd: ema_beta out of range": (ols(engine="dpgd", steps=None, ema_beta=1.0), OptionError, "ema_beta"),
-    "adassp: family other than linear": (lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, engine="adassp"), OptionError, "linear"),
+    "dpgd: runs differ from n_estimates": (
+        ols(engine="dpgd", steps=None, cov_type="runs", runs=3),
+        OptionError, "runs"),
+    "dpgd: cov_type of another engine": (
+        ols(engine="dpgd", steps=None, cov_type="plugin"),
+        OptionError, "not available with engine 'dpgd'"),
+    "dpgd: one estimate": (
+        ols(engine="dpgd", steps=None, n_estimates=1),
+        OptionError, "n_estimates"),
+    "dpgd: bad aggregate": (
+        ols(engine="dpgd", steps=None, aggregate="median"),
+        OptionError, "aggregate"),
+    "dpgd: ema_beta out of range": (
+        ols(engine="dpgd", steps=None, ema_beta=1.0),
+        OptionError, "ema_beta"),
+    "adassp: family other than linear": (
+        lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, engine="adassp"),
+        OptionError, "linear"),
     "ldp_sgd: steps given": (ols(engine="ldp_sgd"), OptionError, "steps"),
-    "stream: option of another engine": (lambda: dpreg.LDPStream("y ~ x", mu=1, steps=10), OptionError, "do not apply"),
-    "stream: chunk lacks a column": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(BASE[["y"]]), DataError, "lacks column"),
-    "stream: column changed type": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(BASE.assign(x=BASE.x.astype(str))), DataError, "changed type"),
-    "stream: missing value (missing=raise)": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(frame(x=([1], np.nan))), DataError, "'x': 1"),
-    "stream: results before any row": (lambda: dpreg.LDPStream("y ~ x", mu=1).results(), DataError, "no rows yet"),
-    "stream: file not found": (lambda: dpreg.LDPStream("y ~ x", mu=1).consume("/nonexistent.csv"), DataError, "no such file"),
-    "stream: not a chunk": (lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit([1, 2]), DataError, "DataFrame"),
+    "stream: option of another engine": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1, steps=10),
+        OptionError, "do not apply"),
+    "stream: chunk lacks a column": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(BASE[["y"]]),
+        DataError, "lacks column"),
+    "stream: column changed type": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(
+            BASE.assign(x=BASE.x.astype(str))),
+        DataError, "changed type"),
+    "stream: missing value (missing=raise)": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit(BASE).partial_fit(
+            frame(x=([1], np.nan))),
+        DataError, "'x': 1"),
+    "stream: results before any row": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).results(),
+        DataError, "no rows yet"),
+    "stream: file not found": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).consume("/nonexistent.csv"),
+        DataError, "no such file"),
+    "stream: not a chunk": (
+        lambda: dpreg.LDPStream("y ~ x", mu=1).partial_fit([1, 2]),
+        DataError, "DataFrame"),
 }
 
 

@@ -7,12 +7,14 @@ formula that fits the model with dpreg or statsmodels.
 
 from __future__ import annotations
 
+import math
 import numbers
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import integer_at_least, number_in, one_of
 from dpreg.exceptions import OptionError
 
 __all__ = ["Simulated", "simulate_linear", "simulate_logistic", "simulate_ldp_design"]
@@ -58,32 +60,9 @@ def _rng(random_state) -> np.random.Generator:
     )
 
 
-def _count(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise OptionError(f"{name} must be an integer >= 1, got {value!r}")
-    return int(value)
-
-
-def _nonneg(value, name: str) -> float:
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, numbers.Real)
-        or not (np.isfinite(value) and value >= 0)
-    ):
-        raise OptionError(f"{name} must be a finite number >= 0, got {value!r}")
-    return float(value)
-
-
-def _choice(value, name: str, allowed: tuple[str, ...]) -> str:
-    if not isinstance(value, str) or value not in allowed:
-        raise OptionError(f"{name} must be one of {list(allowed)}, got {value!r}")
-    return value
-
-
 def _covariance(p: int, cov: str, rho) -> np.ndarray:
-    _choice(cov, "cov", _COVS)
-    if isinstance(rho, bool) or not isinstance(rho, numbers.Real) or not 0 <= rho < 1:
-        raise OptionError(f"rho must be a number in [0, 1), got {rho!r}")
+    one_of("cov", cov, _COVS)
+    number_in("rho", rho, 0, 1, low_closed=True)
     if cov == "identity":
         return np.eye(p)
     lags = np.abs(np.subtract.outer(np.arange(p), np.arange(p)))
@@ -171,9 +150,9 @@ def simulate_linear(
     >>> list(sim.data.columns), sim.formula
     (['y', 'x1', 'x2', 'x3'], 'y ~ x1 + x2 + x3 - 1')
     """
-    n, p = _count(n, "n"), _count(p, "p")
+    n, p = integer_at_least("n", n), integer_at_least("p", p)
     sigma = _covariance(p, cov, rho)
-    noise_sd = _nonneg(noise_sd, "noise_sd")
+    noise_sd = number_in("noise_sd", noise_sd, 0, math.inf, low_closed=True)
     rng = _rng(random_state)
     k = p + bool(intercept)
     params = rng.uniform(0.0, 1.0, k) if theta is None else _coefficients(theta, k, "theta")
@@ -189,11 +168,21 @@ def simulate_logistic(
 
     Parameters
     ----------
-    n, p, cov, rho, intercept, random_state
+    n : int
+        Number of observations, >= 1.
+    p : int, default 3
+        Number of covariates, >= 1.
+    cov : {"identity", "toeplitz"}, default "identity"
+        As in :func:`simulate_linear`.
+    rho : float, default 0.5
         As in :func:`simulate_linear`.
     theta : float or array-like, optional
         True coefficients (length ``p``, or ``p + 1`` with the intercept first). By
         default each is drawn from U[0, 1/2] with the same Generator, before the data.
+    intercept : bool, default False
+        Whether the model has an intercept.
+    random_state : int, numpy.random.Generator or None
+        Seed or Generator for :func:`numpy.random.default_rng`.
 
     Returns
     -------
@@ -212,7 +201,7 @@ def simulate_logistic(
     >>> sorted(sim.data["y"].unique().tolist())
     [0, 1]
     """
-    n, p = _count(n, "n"), _count(p, "p")
+    n, p = integer_at_least("n", n), integer_at_least("p", p)
     sigma = _covariance(p, cov, rho)
     rng = _rng(random_state)
     k = p + bool(intercept)
@@ -305,13 +294,12 @@ def simulate_ldp_design(
     >>> sim.params.to_dict()
     {'Intercept': 1.0, 'x1': 1.0, 'x2': 1.0, 'x3': 1.0}
     """
-    n, p = _count(n, "n"), _count(p, "p")
-    family = _choice(family, "family", _FAMILIES)
-    _choice(noise, "noise", _NOISES)
-    noise_sd = _nonneg(noise_sd, "noise_sd")
+    n, p = integer_at_least("n", n), integer_at_least("p", p)
+    family = one_of("family", family, _FAMILIES)
+    one_of("noise", noise, _NOISES)
+    noise_sd = number_in("noise_sd", noise_sd, 0, math.inf, low_closed=True)
     sigma = _covariance(p, cov, rho)
-    if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 < tau < 1:
-        raise OptionError(f"tau must be a number in (0, 1), got {tau!r}")
+    number_in("tau", tau, 0, 1)
     theta = _coefficients(theta0, p + 1, "theta0")
     rng = _rng(random_state)
     x = _draw_x(rng, n, sigma)

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpreg.exceptions import DatasetNotFoundError, OptionError
+from dpreg._checks import one_of
+from dpreg.exceptions import DatasetNotFoundError
 
 __all__ = ["STAR_SHA256", "STAR_FILENAME", "DATA_DIR_ENV", "star_path", "load_star"]
 
@@ -160,8 +161,7 @@ def load_star(path: str | os.PathLike | None = None, *, sample: str = "analysis"
     >>> data.shape  # doctest: +SKIP
     (1399, 48)
     """
-    if sample not in _SAMPLES:
-        raise OptionError(f"sample must be one of {list(_SAMPLES)}, got {sample!r}")
+    one_of("sample", sample, list(_SAMPLES))
     data = pd.read_csv(star_path(path))
     if sample == "analysis":
         keep = data["noshow"].eq(0) & data[_COMPLETE_CASES].notna().all(axis=1)

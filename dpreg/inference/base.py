@@ -66,13 +66,49 @@ class Inference:
     note: str = ""
 
     def conf_int(self, params: np.ndarray, alpha: float) -> np.ndarray:
+        """Intervals ``params -/+ law.critical_value(alpha) * scale``.
+
+        Parameters
+        ----------
+        params : ndarray (p,)
+            The estimate.
+        alpha : float
+            Level ``1 - alpha``.
+
+        Returns
+        -------
+        ndarray (p, 2)
+            Lower and upper end for each coefficient.
+        """
         half = self.law.critical_value(alpha) * self.scale
         return np.column_stack([params - half, params + half])
 
     def statistic(self, params: np.ndarray) -> np.ndarray:
-        """The Wald-type statistic ``params / scale`` whose law is ``law`` under
-        ``H0: theta_j = 0``."""
+        """The Wald-type statistic ``params / scale``.
+
+        Parameters
+        ----------
+        params : ndarray (p,)
+            The estimate.
+
+        Returns
+        -------
+        ndarray (p,)
+            The statistic, whose law is ``law`` under ``H0: theta_j = 0``.
+        """
         return params / self.scale
 
     def pvalues(self, params: np.ndarray) -> np.ndarray:
+        """Two-sided p-values of ``H0: theta_j = 0``.
+
+        Parameters
+        ----------
+        params : ndarray (p,)
+            The estimate.
+
+        Returns
+        -------
+        ndarray (p,)
+            ``law.two_sided_pvalue(statistic(params))``.
+        """
         return self.law.two_sided_pvalue(self.statistic(params))

@@ -105,9 +105,29 @@ def batch_means_critical_value(n_used: int, alpha: float = 0.05) -> float:
 
 def batch_means_inference(steps: np.ndarray, averages: np.ndarray, n_batches: int,
                           lr_decay: float, note: str = "") -> Inference:
-    """Intervals ``theta_bar_n +/- sqrt(M/(M-1)) t_{M-1} sqrt(Sigma_hat_jj / n)`` (see the
-    module): the scale is ``sqrt(Sigma_hat_jj / ((M - 1) n / M))`` and the law Student's t
-    with ``M - 1`` degrees of freedom."""
+    """Intervals ``theta_bar_n +/- sqrt(M/(M-1)) t_{M-1} sqrt(Sigma_hat_jj / n)``.
+
+    See the module notes: the scale is ``sqrt(Sigma_hat_jj / ((M - 1) n / M))`` and the
+    law Student's t with ``M - 1`` degrees of freedom.
+
+    Parameters
+    ----------
+    steps : ndarray (K,)
+        Increasing steps at which ``averages`` were recorded; the last is ``n``.
+    averages : ndarray (K, p)
+        Running averages ``theta_bar_t`` at ``steps``.
+    n_batches : int
+        ``M``.
+    lr_decay : float
+        ``alpha`` of the step size (sets the batches' growth).
+    note : str
+        The summary's line (default: a description of the batches).
+
+    Returns
+    -------
+    dpreg.inference.base.Inference
+        Method ``"batch_means"`` with the scale and law above.
+    """
     sigma, used = batch_means_covariance(steps, averages, n_batches, lr_decay)
     n = int(np.asarray(steps)[-1])
     scale = np.sqrt(np.clip(np.diag(sigma), 0.0, None) / n * used / (used - 1))

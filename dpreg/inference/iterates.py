@@ -26,11 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import Inference, StudentLaw
 
 __all__ = ["IterateInference", "batch_layout", "batch_means", "checkpoint_estimates",
-           "ema", "upa", "aggregate", "last_checkpoints_sd", "t_inference", "AGGREGATES"]
+           "ema", "upa", "aggregate", "t_inference", "AGGREGATES"]
 
 AGGREGATES = ("last", "mean", "ema", "upa")
 
@@ -105,7 +106,12 @@ def batch_means(iterates, burn_in: int, m: int) -> np.ndarray:
 def checkpoint_estimates(iterates, burn_in: int, m: int) -> np.ndarray:
     """``(m, p)`` checkpoints: the last iterate of each batch of :func:`batch_means`, i.e.
     every ``L``-th post-burn-in iterate, the last being the final iterate (s.3.1,
-    "Checkpoints")."""
+    "Checkpoints").
+
+    When the burn-in and the spacing are long against the mixing time the checkpoints are
+    nearly independent draws from the stationary law, so their sample variance estimates
+    the variance of the last iterate about its stationary mean (recycling-scraps paper,
+    Theorem 3.1); :func:`t_inference` turns them into the checkpoint interval."""
     it = _as_iterates(iterates)
     start, length = batch_layout(it.shape[0], burn_in, m)
     return it[start + length - 1::length][:m]
@@ -131,8 +137,7 @@ def ema(iterates, beta: float) -> np.ndarray:
         In (0, 1); dpreg's default 0.999.
     """
     it = _as_iterates(iterates)
-    if not 0 < beta < 1:
-        raise OptionError(f"ema_beta must be in (0, 1), got {beta!r}")
+    number_in("ema_beta", beta, 0, 1)
     k = np.arange(1, it.shape[0], dtype=float)
     b = np.minimum(beta, (1.0 + k) / (10.0 + k))
     # e_K = prod_k b_k * theta_0 + sum_k (1 - b_k) prod_{l > k} b_l * theta_k, computed as
@@ -164,6 +169,11 @@ def aggregate(iterates, how: str, *, beta: float = 0.999, k: int | None = None) 
         EMA coefficient (see :func:`ema`).
     k : int, optional
         Window of the past-k average (required for ``"upa"``).
+
+    Returns
+    -------
+    ndarray (p,)
+        The aggregated estimate.
     """
     it = _as_iterates(iterates)
     if how == "last":
@@ -177,18 +187,6 @@ def aggregate(iterates, how: str, *, beta: float = 0.999, k: int | None = None) 
             raise OptionError("aggregate='upa' needs upa_k")
         return upa(it, k)
     raise OptionError(f"aggregate must be one of {AGGREGATES}, got {how!r}")
-
-
-def last_checkpoints_sd(iterates, burn_in: int, k: int) -> np.ndarray:
-    """Sample standard deviation of the last ``k`` checkpoints (recycling-scraps, s.3.1).
-
-    The checkpoints are those of :func:`checkpoint_estimates` with ``m = k``: spaced
-    ``L = floor((T - burn_in) / k)`` apart and ending at the final iterate. When the
-    burn-in and the spacing are long against the mixing time they are nearly
-    independent draws from the stationary law, so their variance estimates the variance
-    of the last iterate about its stationary mean (their Theorem 3.1).
-    """
-    return checkpoint_estimates(iterates, burn_in, k).std(axis=0, ddof=1)
 
 
 def t_inference(estimates, method: str, note: str = "") -> IterateInference:

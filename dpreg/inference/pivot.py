@@ -141,7 +141,11 @@ class RandomScalingPivot:
     ``x >= 1600`` where it is below the smallest double. Quantiles solve
     ``sf(x) = p`` with ``p = min(q, 1 - q)`` by :func:`scipy.optimize.brentq` inside a
     bracket grown (or shrunk) by factors of 2 until it encloses the root. The
-    derivation is in MATH.md, section 2.
+    derivation: ``Q = int_0^1 B(r)^2 dr = sum_k Z_k^2 / (k pi)^2`` (``B`` a Brownian
+    bridge) has ``E exp(-s Q) = (sqrt(2s) / sinh sqrt(2s))^(1/2)``, so Craig's formula
+    ``Phi(-y) = (1/pi) int_0^(pi/2) exp(-y^2 / (2 sin^2 phi)) dphi`` turns
+    ``P(|R| > x) = E[2 Phi(-x sqrt(Q))]`` into ``(2/pi) int_0^(pi/2) g(x / sin phi) dphi``,
+    and ``1 / sin phi = cosh v`` gives the integral above.
 
     References
     ----------
@@ -159,30 +163,84 @@ class RandomScalingPivot:
     name = "random-scaling pivot W(1)/sqrt(int (W(r)-rW(1))^2 dr)"
 
     def sf(self, x):
-        """Survival function ``P(R > x)``; NaN in gives NaN out, ``sf(inf) = 0``."""
+        """Survival function ``P(R > x)``; NaN in gives NaN out, ``sf(inf) = 0``.
+
+        Parameters
+        ----------
+        x : float or array_like
+            Points.
+
+        Returns
+        -------
+        float or ndarray
+            ``P(R > x)``, shaped like ``x``.
+        """
         val, flat, fin = _apply(_tail2, x)
         val[fin] = np.where(flat[fin] >= 0, 0.5 * val[fin], 1.0 - 0.5 * val[fin])
         val[np.isposinf(flat)], val[np.isneginf(flat)] = 0.0, 1.0
         return val.reshape(np.shape(x))[()]
 
     def cdf(self, x):
-        """Distribution function ``P(R <= x)``."""
+        """Distribution function ``P(R <= x)``.
+
+        Parameters
+        ----------
+        x : float or array_like
+            Points.
+
+        Returns
+        -------
+        float or ndarray
+            ``P(R <= x)``, shaped like ``x``.
+        """
         return self.sf(-np.asarray(x, dtype=float))
 
     def pdf(self, x):
-        """Density of R (even, finite at 0, zero at +-inf)."""
+        """Density of R (even, finite at 0, zero at +-inf).
+
+        Parameters
+        ----------
+        x : float or array_like
+            Points.
+
+        Returns
+        -------
+        float or ndarray
+            The density, shaped like ``x``.
+        """
         val, flat, _ = _apply(_density, x)
         val[np.isinf(flat)] = 0.0
         return val.reshape(np.shape(x))[()]
 
     def two_sided_pvalue(self, stat):
-        """``P(|R| >= |stat|)``, computed directly (no ``1 - cdf`` cancellation)."""
+        """``P(|R| >= |stat|)``, computed directly (no ``1 - cdf`` cancellation).
+
+        Parameters
+        ----------
+        stat : float or array_like
+            Values of the pivot.
+
+        Returns
+        -------
+        float or ndarray
+            Two-sided p-values, shaped like ``stat``.
+        """
         val, flat, _ = _apply(_tail2, stat)
         val[np.isinf(flat)] = 0.0
         return val.reshape(np.shape(stat))[()]
 
     def ppf(self, q):
         """Quantile function: ``x`` with ``P(R <= x) = q``; ``ppf(0.5) = 0``.
+
+        Parameters
+        ----------
+        q : float or array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        float or ndarray
+            The quantiles, shaped like ``q``.
 
         Raises
         ------
@@ -198,11 +256,32 @@ class RandomScalingPivot:
         return out.reshape(q.shape)[()]
 
     def isf(self, q):
-        """Inverse survival function: ``x`` with ``P(R > x) = q``."""
+        """Inverse survival function: ``x`` with ``P(R > x) = q``.
+
+        Parameters
+        ----------
+        q : float or array_like
+            Probabilities in ``[0, 1]``.
+
+        Returns
+        -------
+        float or ndarray
+            ``ppf(1 - q)``, shaped like ``q``.
+        """
         return -np.asarray(self.ppf(q))[()]
 
     def critical_value(self, alpha):
         """Two-sided critical value ``c`` with ``P(|R| > c) = alpha``.
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Levels in ``(0, 1)``.
+
+        Returns
+        -------
+        float or ndarray
+            ``c``, shaped like ``alpha``.
 
         Raises
         ------

@@ -1,9 +1,10 @@
 """Plug-in inference with private Hessian and score matrices (dpsgd-inference paper, s.4.1).
 
 The Hessian ``A`` and the score covariance ``S`` at the estimate are computed with
-public bounds enforced by clipping (MATH.md s.4): ``A`` from design rows clipped to the
-declared norm bound times the family's Hessian-weight bound, ``S`` from per-example
-gradients clipped at ``clip``. The model privatizes them with the Gaussian matrix
+public bounds enforced by clipping, which the sensitivity ``2B/n`` of the Gaussian matrix
+mechanism needs (ldp-sgd paper, Prop. 4): ``A`` from design rows clipped to the declared
+norm bound times the family's Hessian-weight bound, ``S`` from per-example gradients
+clipped at ``clip``. The model privatizes them with the Gaussian matrix
 mechanism; the functions here are pure arithmetic.
 """
 
@@ -14,8 +15,8 @@ import numpy as np
 from dpreg.engines import _kernels
 from dpreg.inference.base import Inference, NormalLaw
 
-__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues", "path_variance",
-           "plugin_inference"]
+__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues",
+           "path_variance", "plugin_inference"]
 
 
 def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
@@ -114,7 +115,8 @@ def plugin_inference(V: np.ndarray, W: np.ndarray, n: int, steps: int,
 
     With ``T = k n`` this is ``[V (1 + 1/(k m)) + sigma_1^2 A^{-2} / k] / n``: the
     statistical, sampling and privacy parts. The paper's (4.2) drops the sampling part
-    ``V/(k m)``; it is kept here (MATH.md s.1).
+    ``V/(k m)``; it is kept here (user guide, Corrections to the papers: "Plug-in
+    variance").
     """
     cov = V / n + W / steps
     cov = (cov + cov.T) / 2

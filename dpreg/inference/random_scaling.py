@@ -3,7 +3,8 @@
 The pivot ``t_j = (theta_bar_j - theta_j) / sqrt(E Q_jj)`` uses the random-scaling
 matrix ``Q = T^{-3} sum_t D_t D_t^T`` accumulated along the private path and the number
 of epochs ``E = T m / n``. The paper scales by ``k = T/n`` instead, which is valid only
-for ``m = 1`` (MATH.md s.1). Post-processing of the private path: no budget.
+for ``m = 1`` (user guide, Corrections to the papers: "Random-scaling normalization").
+Post-processing of the private path: no budget.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None
 
         the ratio of ``n Var(theta_bar_j)`` (Theorem 2) to the limit of ``n E Q_jj``
         divided by ``int B^2`` (Proposition 3; ``m W = V + m sigma_1^2 A^{-2}``). For
-        ``T/n -> infinity`` this is MATH.md's ``V/(V + m sigma_1^2 A^{-2})`` and for
+        ``T/n -> infinity`` this is ``V/(V + m sigma_1^2 A^{-2})`` and for
         ``m = 1`` the paper's (4.7).
     note : str, optional
         The summary's line for an uncorrected pivot (LDP-SGD: one pass, one row per
@@ -56,7 +57,8 @@ def rs_inference(rs_q: np.ndarray, epochs: float, *, V: np.ndarray | None = None
     w = np.diag(W)
     ratio = (np.diag(V) + (n / steps) * w) / (batch_size * w)
     note = ("RS: random-scaling pivot scaled by epochs E = T m / n, finite-sample "
-            "correction from the private plug-in matrices (MATH.md s.1).")
+            "correction from the private plug-in matrices (user guide: Corrections to the "
+            "papers).")
     return RSInference("rs", scale * np.sqrt(ratio), rs_pivot, False, note,
                        matrix=epochs * rs_q, target=V / n + W / steps,
                        path_cov=batch_size * W / n)

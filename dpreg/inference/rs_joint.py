@@ -134,7 +134,20 @@ class RSJointLaw:
         return _QUANT[:, int(q) - 1]
 
     def sf(self, x, q: int):
-        """``P(F_q > x)``, vectorized over ``x`` (floored at :data:`P_FLOOR` for q >= 2)."""
+        """``P(F_q > x)``, vectorized over ``x`` (floored at :data:`P_FLOOR` for q >= 2).
+
+        Parameters
+        ----------
+        x : float or array_like
+            Values of ``F_q``.
+        q : int
+            Number of restrictions, 1 to :data:`Q_MAX`.
+
+        Returns
+        -------
+        float or ndarray
+            Tail probabilities, shaped like ``x``.
+        """
         x = np.asarray(x, dtype=float)
         if q == 1:
             self._column(q)
@@ -146,7 +159,20 @@ class RSJointLaw:
         return np.where(np.isnan(x), np.nan, out)[()]
 
     def isf(self, alpha, q: int):
-        """``x`` with ``P(F_q > x) = alpha`` (for ``q >= 2``, ``alpha`` within the table)."""
+        """``x`` with ``P(F_q > x) = alpha`` (for ``q >= 2``, ``alpha`` within the table).
+
+        Parameters
+        ----------
+        alpha : float or array_like
+            Tail probabilities.
+        q : int
+            Number of restrictions, 1 to :data:`Q_MAX`.
+
+        Returns
+        -------
+        float or ndarray
+            Critical values, shaped like ``alpha``.
+        """
         alpha = np.asarray(alpha, dtype=float)
         if q == 1:
             self._column(q)

@@ -1,6 +1,7 @@
 """Privacy layer of dpreg: requests, events, accountants, calibration and the ledger.
 
-Privacy as data (STYLE.md, convention 4): mechanisms are described by frozen events,
+Privacy as data, in the manner of Google's ``dp_accounting``: mechanisms are described
+by frozen events,
 the :class:`Ledger` only appends them, and accountants only read them. mu-GDP closed
 forms live in :mod:`dpreg.privacy.gdp`; the rigorous (epsilon, delta) comes from
 Google's ``dp_accounting`` (:mod:`dpreg.privacy.accountants`).

@@ -1,7 +1,8 @@
 """Rigorous (epsilon, delta) and zCDP bounds for a set of events, through dp_accounting.
 
 The GDP central limit theorem (:func:`dpreg.privacy.gdp.dpsgd_mu`) is an approximation
-that can understate the privacy loss of subsampled steps (MATH.md section 3). The
+that can understate the privacy loss of subsampled steps (user guide, Corrections to the
+papers: "GDP central limit theorem"). The
 headline (epsilon, delta) of a fit comes from here: Google's ``dp_accounting``
 (privacy loss distributions or Renyi DP), never from a home-made accountant.
 
@@ -73,6 +74,7 @@ import numpy as np
 from dp_accounting.pld import privacy_loss_distribution as pld_lib
 from dp_accounting.rdp import RdpAccountant
 
+from dpreg._checks import number_in
 from dpreg.exceptions import BudgetExceededError, OptionError
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.wor_rdp import best_order
@@ -254,15 +256,6 @@ def _rdp_conversion(events, *, delta=None, epsilon=None) -> float:
     return min(bounds)
 
 
-def _check_unit(name, value, closed_low=False):
-    v = float(value)
-    ok = (0.0 <= v < 1.0) if closed_low else (0.0 < v < 1.0)
-    if not ok:
-        raise BudgetExceededError(f"{name} must be in {'[0' if closed_low else '(0'}, 1); "
-                                  f"got {value!r}")
-    return v
-
-
 def rigorous_epsilon(events: Sequence[GaussianMechanismEvent], delta: float, *,
                      value_discretization_interval: float | None = None) -> tuple[float, str]:
     """Upper bound on epsilon at ``delta`` for all ``events`` composed, by dp_accounting.
@@ -288,7 +281,7 @@ def rigorous_epsilon(events: Sequence[GaussianMechanismEvent], delta: float, *,
     event samples without replacement; see the module notes for the conventions.
     """
     events = _check_events(events)
-    delta = _check_unit("delta", delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     if accountant_kind(events) == "rdp":
         return _rdp_conversion(events, delta=delta), RDP_NAME
     vdi = value_discretization_interval or pld_discretization(events)
@@ -297,8 +290,22 @@ def rigorous_epsilon(events: Sequence[GaussianMechanismEvent], delta: float, *,
 
 def rigorous_delta(events: Sequence[GaussianMechanismEvent], epsilon: float, *,
                    value_discretization_interval: float | None = None) -> tuple[float, str]:
-    """Upper bound on delta at ``epsilon`` (>= 0) for all ``events``: see
-    :func:`rigorous_epsilon`."""
+    """Upper bound on delta at ``epsilon`` for all ``events`` composed, by dp_accounting.
+
+    Parameters
+    ----------
+    events : sequence of GaussianMechanismEvent
+        One adjacency for all.
+    epsilon : float
+        >= 0.
+    value_discretization_interval : float, optional
+        As for :func:`rigorous_epsilon`.
+
+    Returns
+    -------
+    (float, str)
+        delta and the accountant's name (see :func:`rigorous_epsilon`).
+    """
     events = _check_events(events)
     eps = float(epsilon)
     if not eps >= 0:

@@ -31,6 +31,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from dpreg._checks import positive_number
 from dpreg.exceptions import BudgetExceededError, DPRegError, OptionError
 from dpreg.privacy.accountants import (
     accountant_kind,
@@ -59,10 +60,8 @@ def calibrate_gaussian_noise(sensitivity: float, mu: float) -> float:
     Dong, Roth and Su (2022), Thm 2.7: adding N(0, sigma^2) to a statistic of L2
     sensitivity Delta is (Delta/sigma)-GDP.
     """
-    for name, v in (("sensitivity", sensitivity), ("mu", mu)):
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            err = BudgetExceededError if name == "mu" else OptionError
-            raise err(f"{name} must be in (0, inf) and finite; got {v!r}")
+    positive_number("sensitivity", sensitivity)
+    positive_number("mu", mu, error=BudgetExceededError)
     return float(sensitivity) / float(mu)
 
 

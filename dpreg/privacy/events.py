@@ -23,12 +23,11 @@ released numbers, not such artefacts.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 
 import dp_accounting
 
+from dpreg._checks import integer_at_least, one_of, positive_number
 from dpreg.exceptions import OptionError
 from dpreg.privacy.gdp import dpsgd_mu, gaussian_mu
 
@@ -44,20 +43,6 @@ SAMPLINGS = ("none", "uniform", "poisson")
 SCOPES = ("central", "local")
 # The schemes each sampling is analysed under (GDP CLT and dp_accounting alike).
 _SAMPLING_ADJACENCY = {"uniform": ("replace-one",), "poisson": ("add/remove", ZERO_OUT)}
-
-
-def _finite_positive(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise OptionError(f"{name} must be a positive finite number; got {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise OptionError(f"{name} must be in (0, inf) and finite; got {value!r}")
-
-
-def _positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise OptionError(f"{name} must be an integer >= 1; got {value!r}")
-    if int(value) < 1:
-        raise OptionError(f"{name} must be an integer >= 1; got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -97,7 +82,7 @@ class GaussianMechanismEvent:
     -----
     Replace-one vs add/remove changes the sensitivity, not the noise: the clipped
     gradient sum with clip tau has sensitivity 2 tau under replace-one and tau under
-    add/remove (MATH.md section 3).
+    add/remove (user guide, Privacy: "Adjacency and sensitivity").
     """
 
     name: str
@@ -113,16 +98,12 @@ class GaussianMechanismEvent:
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
             raise OptionError(f"name must be a non-empty string; got {self.name!r}")
-        _finite_positive("sensitivity", self.sensitivity)
-        _finite_positive("noise_std", self.noise_std)
-        if self.adjacency not in ADJACENCIES:
-            raise OptionError(f"adjacency must be one of {ADJACENCIES}; "
-                              f"got {self.adjacency!r}")
-        if self.sampling not in SAMPLINGS:
-            raise OptionError(f"sampling must be one of {SAMPLINGS}; got {self.sampling!r}")
-        _positive_int("count", self.count)
-        if self.scope not in SCOPES:
-            raise OptionError(f"scope must be one of {SCOPES}; got {self.scope!r}")
+        positive_number("sensitivity", self.sensitivity)
+        positive_number("noise_std", self.noise_std)
+        one_of("adjacency", self.adjacency, ADJACENCIES)
+        one_of("sampling", self.sampling, SAMPLINGS)
+        integer_at_least("count", self.count)
+        one_of("scope", self.scope, SCOPES)
         if self.scope == "local" and (self.sampling != "none" or self.count != 1):
             raise OptionError("a local mechanism runs once on each person's own row: "
                               "sampling must be 'none' and count 1")
@@ -135,11 +116,11 @@ class GaussianMechanismEvent:
         if self.population is None or self.sample_size is None:
             raise OptionError(f"sampling={self.sampling!r} needs population (n) and "
                               "sample_size (m)")
-        _positive_int("population", self.population)
+        integer_at_least("population", self.population)
         if self.sampling == "uniform":
-            _positive_int("sample_size", self.sample_size)
+            integer_at_least("sample_size", self.sample_size)
         else:
-            _finite_positive("sample_size", self.sample_size)
+            positive_number("sample_size", self.sample_size)
         if self.sample_size > self.population:
             raise OptionError(f"sample_size must be in (0, population={self.population}]; "
                               f"got {self.sample_size!r}")

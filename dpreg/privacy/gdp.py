@@ -24,6 +24,7 @@ import math
 import numpy as np
 from scipy import optimize, special
 
+from dpreg._checks import number_in, one_of
 from dpreg.exceptions import BudgetExceededError, OptionError
 
 __all__ = [
@@ -95,8 +96,7 @@ def _log_expm1(x):
 
 
 def _check_dpsgd(n, batch_size, steps, sampling):
-    if sampling not in _SAMPLINGS:
-        raise OptionError(f"sampling must be one of {_SAMPLINGS}; got {sampling!r}")
+    one_of("sampling", sampling, _SAMPLINGS)
     n = _positive("n", n)
     batch_size = _positive("batch_size", batch_size)
     steps = _positive("steps", steps)
@@ -154,8 +154,8 @@ def dpsgd_mu(n, batch_size, steps, noise_multiplier, sampling="uniform"):
     Full batch (``batch_size == n`` or ``sampling="none"``): exactly
     :math:`\mu = \sqrt{T}/s`. (Bu, Dong, Long and Su 2020, "Deep learning with Gaussian
     differential privacy", Thms 4-5; Dong, Roth and Su 2022, JRSSB 84(1), Cor. 5.4.
-    The dpsgd-inference paper prints exp(-sigma^2) for exp(1/sigma^2), a typo:
-    MATH.md section 3.) The bracket is evaluated without cancellation for large s
+    The dpsgd-inference paper prints exp(-sigma^2) for exp(1/sigma^2), a typo: user
+    guide, Corrections to the papers.) The bracket is evaluated without cancellation for large s
     (series in 1/s) and in log space for small s, so mu is accurate to about 1e-14
     relative for any s. The result is a CLT approximation: it can understate the
     privacy loss; see :func:`dpreg.privacy.accountants.rigorous_epsilon`.
@@ -195,8 +195,23 @@ def _expanding_root(f, x0, *, grow=4.0, xtol=1e-14):
 def calibrate_dpsgd(mu, n, batch_size, steps, sampling="uniform"):
     """Noise multiplier s with ``dpsgd_mu(n, batch_size, steps, s, sampling) == mu``.
 
-    ``mu`` > 0 is the target; the other parameters are as in :func:`dpsgd_mu`. Returns s
-    to about 1e-13 relative (exactly ``sqrt(T)/mu`` for full batches).
+    Parameters
+    ----------
+    mu : float
+        The target, > 0.
+    n : int
+        Number of rows (public), as for :func:`dpsgd_mu`.
+    batch_size : float
+        As for :func:`dpsgd_mu`.
+    steps : float
+        As for :func:`dpsgd_mu`.
+    sampling : {"uniform", "poisson", "none"}
+        As for :func:`dpsgd_mu`.
+
+    Returns
+    -------
+    float
+        s, to about 1e-13 relative (exactly ``sqrt(T)/mu`` for full batches).
 
     Notes
     -----
@@ -291,18 +306,21 @@ def mu_to_delta(mu, epsilon):
     return float(out) if np.ndim(out) == 0 else out
 
 
-def _check_delta(delta):
-    d = float(delta)
-    if not 0.0 < d < 1.0:
-        raise BudgetExceededError(f"delta must be in (0, 1); got {delta!r}")
-    return d
-
-
 def mu_to_epsilon(mu, delta):
     """Smallest epsilon such that a mu-GDP mechanism is (epsilon, delta)-DP.
 
-    For mu > 0 (``inf`` gives ``inf``) and delta in (0, 1): the epsilon solving
-    ``mu_to_delta(mu, epsilon) == delta``, or 0 when ``delta >= 2 Phi(mu/2) - 1``.
+    Parameters
+    ----------
+    mu : float
+        GDP parameter, > 0 (``inf`` gives ``inf``).
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        The epsilon solving ``mu_to_delta(mu, epsilon) == delta``, or 0 when
+        ``delta >= 2 Phi(mu/2) - 1``.
 
     Notes
     -----
@@ -312,7 +330,7 @@ def mu_to_epsilon(mu, delta):
     (the bracket is doubled if round-off ever leaves it without a sign change).
     """
     mu = float(_positive("mu", mu, allow_inf=True, err=BudgetExceededError))
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     if math.isinf(mu):
         return math.inf
     if delta >= float(mu_to_delta(mu, 0.0)):
@@ -331,12 +349,22 @@ def mu_to_epsilon(mu, delta):
 def epsilon_to_mu(epsilon, delta):
     """The mu such that mu-GDP is exactly (epsilon, delta)-DP (inverse of mu_to_epsilon).
 
-    For epsilon > 0 and delta in (0, 1): mu solving ``mu_to_delta(mu, epsilon) ==
-    delta`` (delta increases in mu), by Brent's method on log mu in a bracket expanding
-    from ``epsilon / sqrt(2 log(1/delta))``.
+    Parameters
+    ----------
+    epsilon : float
+        > 0.
+    delta : float
+        In (0, 1).
+
+    Returns
+    -------
+    float
+        mu solving ``mu_to_delta(mu, epsilon) == delta`` (delta increases in mu), by
+        Brent's method on log mu in a bracket expanding from
+        ``epsilon / sqrt(2 log(1/delta))``.
     """
     eps = float(_positive("epsilon", epsilon, err=BudgetExceededError))
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     log_target = math.log(delta)
 
     def f(log_mu):  # increasing
@@ -381,6 +409,6 @@ def rho_to_epsilon(rho, delta):
     tight for Gaussians; for those :func:`mu_to_epsilon` with mu = sqrt(2 rho) is exact.)
     """
     rho = _positive("rho", rho, err=BudgetExceededError)
-    delta = _check_delta(delta)
+    delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     out = rho + 2.0 * np.sqrt(rho * math.log(1.0 / delta))
     return float(out) if np.ndim(out) == 0 else out

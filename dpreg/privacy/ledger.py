@@ -18,6 +18,7 @@ import math
 
 import pandas as pd
 
+from dpreg._checks import number_in
 from dpreg.exceptions import BudgetExceededError, OptionError
 from dpreg.privacy.accountants import rigorous_epsilon, zcdp_rho_upper
 from dpreg.privacy.events import ZERO_OUT, GaussianMechanismEvent
@@ -56,8 +57,8 @@ class Ledger:
     def __init__(self, request: PrivacyRequest, delta: float | None = None):
         if not isinstance(request, PrivacyRequest):
             raise OptionError(f"request must be a PrivacyRequest; got {type(request).__name__}")
-        if delta is not None and not (isinstance(delta, (int, float)) and 0 < delta < 1):
-            raise OptionError(f"delta must be in (0, 1); got {delta!r}")
+        if delta is not None:
+            number_in("delta", delta, 0, 1)
         if request.delta is not None and delta is not None and delta != request.delta:
             raise OptionError(f"delta={delta!r} differs from the request's delta="
                               f"{request.delta!r}; the ledger reports at the request's delta")

@@ -14,6 +14,7 @@ import math
 import numbers
 from dataclasses import dataclass
 
+from dpreg._checks import number_in, one_of
 from dpreg.exceptions import BudgetExceededError, OptionError
 
 __all__ = ["PrivacyRequest", "split_budget", "UNITS"]
@@ -28,18 +29,6 @@ def _fmt(x: float) -> str:
         mant, exp = text.split("e")
         text = f"{mant}e{int(exp)}"
     return text
-
-
-def _check_positive(name, value, upper=math.inf, upper_open=True):
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise BudgetExceededError(f"{name} must be a number; got {value!r}")
-    v = float(value)
-    rng = f"(0, {'inf' if math.isinf(upper) else _fmt(upper)})"
-    if not (math.isfinite(v) and 0.0 < v < upper):
-        raise BudgetExceededError(f"{name} must be in {rng}" +
-                                  (" and finite" if math.isinf(upper) else "") +
-                                  f"; got {value!r}")
-    return v
 
 
 @dataclass(frozen=True)
@@ -66,13 +55,13 @@ class PrivacyRequest:
 
     def __post_init__(self):
         fields = {"mu": ("mu",), "epsilon-delta": ("epsilon", "delta"), "rho": ("rho",)}
-        if self.unit not in fields:
-            raise BudgetExceededError(f"unit must be one of {UNITS}; got {self.unit!r}")
+        one_of("unit", self.unit, UNITS, error=BudgetExceededError)
         for name in ("mu", "epsilon", "delta", "rho"):
             value = getattr(self, name)
             if name in fields[self.unit]:
                 upper = 1.0 if name == "delta" else math.inf
-                object.__setattr__(self, name, _check_positive(name, value, upper))
+                object.__setattr__(self, name, number_in(name, value, 0, upper,
+                                                         error=BudgetExceededError))
             elif value is not None:
                 raise BudgetExceededError(f"{name} must be None for a request in "
                                           f"unit={self.unit!r}; got {value!r}")

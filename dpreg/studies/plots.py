@@ -12,6 +12,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.studies.summaries import AVERAGE, MEASURES, nominal_band
 
@@ -113,8 +114,7 @@ def plot_metric(summary: pd.DataFrame, metric: str, *, x: str = "n", hue: str = 
     from matplotlib.figure import Figure
     from matplotlib.ticker import NullLocator
 
-    if metric not in MEASURES:
-        raise OptionError(f"metric must be one of {MEASURES}, got {metric!r}")
+    one_of("metric", metric, MEASURES)
     if errorbars not in ("mcse", "coef-range", "none"):
         raise OptionError(f"errorbars must be 'mcse', 'coef-range' or 'none', got "
                           f"{errorbars!r}")

@@ -13,6 +13,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 
 __all__ = ["estimate_rows", "result_rows"]
@@ -74,9 +75,8 @@ def estimate_rows(method: str, truth, estimate, *, names: Sequence[str] | None =
     cols = {"truth": _vector(truth, p, "truth"), "estimate": _vector(estimate, p, "estimate")}
     for what, values in (("lower", lower), ("upper", upper), ("pvalue", pvalue)):
         cols[what] = np.full(p, np.nan) if values is None else _vector(values, p, what)
-    if alpha is not None and (isinstance(alpha, bool) or not isinstance(alpha, numbers.Real)
-                              or not 0 < alpha < 1):
-        raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+    if alpha is not None:
+        number_in("alpha", alpha, 0, 1)
     rows = []
     for j, name in enumerate(names):
         row = {"method": method, "coef": name}

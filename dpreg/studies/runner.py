@@ -11,7 +11,6 @@ stopped.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 import time
 from typing import Any, Callable, Mapping
@@ -19,6 +18,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import integer_at_least, one_of
 from dpreg.exceptions import OptionError
 from dpreg.studies.cache import CellCache
 from dpreg.studies.spec import ROW_FIELDS, Cell, Study, StudyUnavailableError
@@ -106,12 +106,6 @@ def _ranges(missing: list[int], size: int) -> list[tuple[int, int]]:
     return out
 
 
-def _check_int(name, value, low):
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise OptionError(f"{name} must be an integer >= {low}, got {value!r}")
-    return int(value)
-
-
 class _Plan:
     """The chunks to compute (cells x missing replications) and where results go."""
 
@@ -126,7 +120,7 @@ class _Plan:
         total = sum(len(m) for m in self.missing)
         if chunk_size is None:
             chunk_size = max(1, min(MAX_CHUNK, math.ceil(total / (4 * max(1, workers)))))
-        self.chunk_size = _check_int("chunk_size", chunk_size, 1)
+        self.chunk_size = integer_at_least("chunk_size", chunk_size)
         self.tasks = [(i, a, b) for i, m in enumerate(self.missing)
                       for a, b in _ranges(m, self.chunk_size)]
         self.total_missing = total
@@ -252,9 +246,8 @@ def run_replicates(study: Study, *, reps: int | None = None,
     """
     if not isinstance(study, Study):
         raise OptionError(f"study must be a dpreg.studies.Study, got {type(study).__name__}")
-    reps = study.reps if reps is None else _check_int("reps", reps, 1)
-    if backend not in BACKENDS:
-        raise OptionError(f"backend must be one of {BACKENDS}, got {backend!r}")
+    reps = study.reps if reps is None else integer_at_least("reps", reps)
+    one_of("backend", backend, BACKENDS)
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int)
                                or n_jobs == 0):
         raise OptionError(f"n_jobs must be a non-zero integer, got {n_jobs!r}")

@@ -10,7 +10,6 @@ on the backend, the order of execution, the chunking, or which other cells exist
 from __future__ import annotations
 
 import hashlib
-import importlib
 import itertools
 import json
 import math
@@ -20,6 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from dpreg._checks import integer_at_least
 from dpreg.exceptions import OptionError
 
 __all__ = ["Study", "Cell", "FigureSpec", "StudyUnavailableError", "ROW_FIELDS",
@@ -67,15 +67,6 @@ def _function_id(func: Callable) -> str:
             "replicate must be a function defined at the top level of an importable module "
             f"(it is sent to worker processes by reference and names the cache); got {func!r}")
     return f"{module}:{qualname}"
-
-
-def resolve_function(func_id: str) -> Callable:
-    """Import ``"module:qualname"`` back to the function."""
-    module, _, qualname = func_id.partition(":")
-    obj: Any = importlib.import_module(module)
-    for part in qualname.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 @dataclass(frozen=True)
@@ -155,8 +146,7 @@ class Cell:
         addressed by the cell's values instead of its position, so a replication's
         numbers depend only on (study name, seed, cell parameters, ``rep``).
         """
-        if isinstance(rep, bool) or not isinstance(rep, numbers.Integral) or rep < 0:
-            raise OptionError(f"rep must be a non-negative integer, got {rep!r}")
+        integer_at_least("rep", rep, 0)
         return np.random.SeedSequence(self.seed, spawn_key=self._seed_words() + (int(rep),))
 
     @property
@@ -271,12 +261,8 @@ class Study:
                 raise OptionError(f"{k!r} is both a factor and a constant")
             consts[k] = _plain(v, f"constants[{k!r}]")
         object.__setattr__(self, "_constants", tuple(sorted(consts.items())))
-        if isinstance(self.reps, bool) or not isinstance(self.reps, numbers.Integral) \
-                or self.reps < 1:
-            raise OptionError(f"reps must be a positive integer, got {self.reps!r}")
-        if isinstance(self.seed, bool) or not isinstance(self.seed, numbers.Integral) \
-                or self.seed < 0:
-            raise OptionError(f"seed must be a non-negative integer, got {self.seed!r}")
+        integer_at_least("reps", self.reps)
+        integer_at_least("seed", self.seed, 0)
         if not isinstance(self.revision, str):
             raise OptionError(f"revision must be a string, got {self.revision!r}")
 

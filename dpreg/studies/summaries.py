@@ -29,6 +29,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 
 __all__ = ["summarize", "compare_with_reference", "relative_mse", "AVERAGE", "MEASURES",
@@ -206,8 +207,7 @@ def compare_with_reference(summary: pd.DataFrame, reference: pd.DataFrame, *,
         ``z`` (difference over the combined MC error) and ``within_mc_error``
         (``|z| <= 2``).
     """
-    if metric not in MEASURES:
-        raise OptionError(f"metric must be one of {MEASURES}, got {metric!r}")
+    one_of("metric", metric, MEASURES)
     on = list(on)
     ours = summary[on + [metric, f"{metric}_mcse"]].rename(
         columns={metric: "ours", f"{metric}_mcse": "ours_mcse"})

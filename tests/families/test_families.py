@@ -12,7 +12,7 @@ from statsmodels.robust.norms import HuberT
 import dpreg
 from dpreg.engines import _kernels
 from dpreg.exceptions import ConvergenceWarning, DataError, OptionError
-from dpreg.families import FAMILIES, Objective, get_family, mallows_weights
+from dpreg.families import FAMILIES, get_family, mallows_weights
 
 CASES = [("linear", math.inf, 0.5), ("huber", 1.345, 0.5), ("logistic", math.inf, 0.5),
          ("expectile", 1.345, 0.3), ("expectile", 1.345, 0.8), ("expectile", math.inf, 0.8)]
@@ -44,8 +44,8 @@ def test_bounds_hold(name, c, tau):
     rng = np.random.default_rng(2)
     y = rng.integers(0, 2, 5000).astype(float) if name == "logistic" else rng.standard_cauchy(5000)
     eta = rng.standard_cauchy(5000) * 10
-    psi = np.array([abs(fam.dloss(a, b, c, tau)) for a, b in zip(y, eta)])
-    hes = np.array([fam.d2loss(a, b, c, tau) for a, b in zip(y, eta)])
+    psi = np.array([abs(fam.dloss(a, b, c, tau)) for a, b in zip(y, eta, strict=True)])
+    hes = np.array([fam.d2loss(a, b, c, tau) for a, b in zip(y, eta, strict=True)])
     bound = fam.psi_bound(c, tau)
     if bound is not None:
         assert psi.max() <= bound + 1e-12

@@ -11,7 +11,6 @@ from dpreg.inference.iterates import (
     batch_means,
     checkpoint_estimates,
     ema,
-    last_checkpoints_sd,
     t_inference,
     upa,
 )
@@ -83,7 +82,9 @@ def test_batch_layout_and_estimates(path):
     cp = checkpoint_estimates(path, 20, 10)
     np.testing.assert_array_equal(cp, path[[27 + 11 * (b + 1) - 1 for b in range(10)]])
     np.testing.assert_array_equal(cp[-1], path[-1])  # the last checkpoint is the final iterate
-    np.testing.assert_allclose(last_checkpoints_sd(path, 20, 10), cp.std(axis=0, ddof=1))
+    # the checkpoint interval's scale: their sample sd over sqrt(m) (what a fit reports)
+    np.testing.assert_allclose(t_inference(cp, "checkpoints").scale,
+                               cp.std(axis=0, ddof=1) / np.sqrt(10), rtol=1e-14)
 
 
 def test_batch_layout_refuses_too_few_iterates():

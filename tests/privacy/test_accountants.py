@@ -1,9 +1,10 @@
 """Tests of the rigorous accountants against dp_accounting called directly.
 
 The events' wiring is checked against dp_accounting events written out by hand here
-(noise multiplier = noise std / sensitivity computed in the test), and the numbers of
-MATH.md section 3 against tests/results/privacy_reference.json (made by
-tests/results/privacy_make_reference.py without dpreg).
+(noise multiplier = noise std / sensitivity computed in the test), and the example of
+the corrections page (docs/user_guide/corrections.rst, "GDP central limit theorem")
+against tests/results/privacy_reference.json (made by tests/results/privacy_make_reference.py
+without dpreg).
 """
 
 import json
@@ -44,20 +45,21 @@ def uniform_path(s, m, n, steps, clip=1.0):
                  m, n, steps)
 
 
-class TestMathMdNumbers:
-    """sigma = 1, q = 0.01, T = 1e4, delta = 1e-5, Poisson (MATH.md section 3)."""
+class TestCorrectionsPageNumbers:
+    """sigma = 1, q = 0.01, T = 1e4, delta = 1e-5, Poisson (the corrections page's example
+    of the CLT understating epsilon)."""
 
     event = poisson_path(1.0, 100, 10_000, 10_000)
 
     def test_gdp_clt(self):
         eps = mu_to_epsilon(self.event.mu(), 1e-5)
-        assert eps == pytest.approx(6.01, abs=0.02)  # MATH.md, 2 decimals
+        assert eps == pytest.approx(6.01, abs=0.02)  # corrections page, 2 decimals
         assert eps == pytest.approx(REF["math_md"]["gdp_clt_epsilon"], rel=1e-9)
 
     def test_pld(self):
         eps, name = rigorous_epsilon([self.event], 1e-5)
         assert name.startswith("PLD")
-        assert eps == pytest.approx(6.19, abs=0.02)  # MATH.md, 2 decimals
+        assert eps == pytest.approx(6.19, abs=0.02)  # corrections page, 2 decimals
         # rtol 1e-3: our grid is 2^-10 ~ 1e-3, the reference's 1e-4 (both upper bounds)
         assert eps == pytest.approx(REF["math_md"]["pld_epsilon"], rel=1e-3)
         assert eps >= REF["math_md"]["pld_epsilon"] * (1 - 1e-6)
@@ -65,7 +67,7 @@ class TestMathMdNumbers:
     def test_rdp(self):
         orders, rdp = rigorous_rdp_curve([self.event])
         eps = rdp_privacy_accountant.compute_epsilon(orders, rdp, 1e-5)[0]
-        assert eps == pytest.approx(6.71, abs=0.02)  # MATH.md, 2 decimals
+        assert eps == pytest.approx(6.71, abs=0.02)  # corrections page, 2 decimals
         assert eps == pytest.approx(REF["math_md"]["rdp_epsilon"], rel=1e-12)
 
     def test_rigorous_is_above_the_clt_here(self):

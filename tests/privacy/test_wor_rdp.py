@@ -21,8 +21,13 @@ import dpreg
 from dpreg.exceptions import OptionError
 from dpreg.privacy.accountants import rigorous_delta, rigorous_epsilon, rigorous_rdp_curve
 from dpreg.privacy.events import GaussianMechanismEvent as Event
-from dpreg.privacy.wor_rdp import (DEFAULT_ORDERS, _log_forward_differences, best_order,
-                                   composed_rdp, wor_gaussian_rdp)
+from dpreg.privacy.wor_rdp import (
+    DEFAULT_ORDERS,
+    _log_forward_differences,
+    best_order,
+    composed_rdp,
+    wor_gaussian_rdp,
+)
 
 NR = dp_accounting.NeighboringRelation
 

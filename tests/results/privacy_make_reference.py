@@ -60,7 +60,8 @@ def main():
         "notes": "GDP numbers by mpmath at 50 digits; PLD/RDP by dp_accounting called "
                  "directly (PLDAccountant add/remove, RdpAccountant default orders)."}}
 
-    # MATH.md section 3: sigma = 1, q = 0.01, T = 1e4, delta = 1e-5, Poisson.
+    # The example of the corrections page (docs/user_guide/corrections.rst, "GDP central
+    # limit theorem"): sigma = 1, q = 0.01, T = 1e4, delta = 1e-5, Poisson.
     s, q, steps, delta = 1.0, 0.01, 10_000, 1e-5
     event = dp_accounting.SelfComposedDpEvent(
         dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(s)), steps)

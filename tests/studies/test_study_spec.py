@@ -1,11 +1,13 @@
 """Study and Cell: grids, seeds that depend on a cell's values only, cache keys, checks."""
 
+import importlib
+
 import numpy as np
 import pytest
 
 from dpreg.exceptions import OptionError
 from dpreg.studies import Study
-from dpreg.studies.spec import canonical_json, resolve_function
+from dpreg.studies.spec import canonical_json
 
 
 def toy_replicate(seed, *, n, mu=1.0, scale=1.0):
@@ -75,9 +77,11 @@ def test_numpy_scalars_are_plain_values():
     assert canonical_json(study.cells()[0].kwargs) == '{"mu":0.5,"n":10}'
 
 
-def test_resolve_function_round_trip():
+def test_replicate_id_names_an_importable_function():
+    # workers receive the function by reference and the cache key holds this name
     study = make({"n": [1]})
-    assert resolve_function(study.replicate_id) is toy_replicate
+    module, _, qualname = study.replicate_id.partition(":")
+    assert getattr(importlib.import_module(module), qualname) is toy_replicate
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -1,9 +1,14 @@
-"""Replication of Table 1 of the dpsgd-inference paper (STAR data, mu = 2)."""
+"""Replication of Table 1 of the dpsgd-inference paper (STAR data, mu = 2): the
+``python -m dpreg replicate star`` command.
+
+Named for what it holds; the Monte Carlo studies' replicate functions (one simulated
+data set per call) are :mod:`dpreg.studies.replicates`.
+"""
 
 from __future__ import annotations
 
 from dpreg.datasets import load_star
-from dpreg.summary import summary_col
+from dpreg.results import summary_col
 
 __all__ = ["replicate_star", "STAR_FORMULA", "STAR_BOUNDS", "STAR_LEVELS", "PAPER_TABLE1"]
 
@@ -15,9 +20,12 @@ STAR_BOUNDS = {"GPA_year1": (0.0, 4.3), "ssp": (0.0, 1.0), "sfp": (0.0, 1.0),
 STAR_LEVELS = {"sex": ["F", "M"], "hsgroup": [1, 2, 3]}
 #: Table 1 as printed (Xia, Zhang and Cai): estimate, standard error, p-value.
 PAPER_TABLE1 = {
-    "ssp": {"Oracle": (0.008, 0.063, 0.895), "Plug-in": (0.025, 0.088, 0.773), "RS": (0.025, None, 0.656)},
-    "sfp": {"Oracle": (-0.040, 0.062, 0.516), "Plug-in": (-0.034, 0.0851, 0.686), "RS": (-0.034, None, 0.370)},
-    "sfsp": {"Oracle": (0.143, 0.080, 0.076), "Plug-in": (0.196, 0.118, 0.095), "RS": (0.196, None, 0.015)},
+    "ssp": {"Oracle": (0.008, 0.063, 0.895), "Plug-in": (0.025, 0.088, 0.773),
+            "RS": (0.025, None, 0.656)},
+    "sfp": {"Oracle": (-0.040, 0.062, 0.516), "Plug-in": (-0.034, 0.0851, 0.686),
+            "RS": (-0.034, None, 0.370)},
+    "sfsp": {"Oracle": (0.143, 0.080, 0.076), "Plug-in": (0.196, 0.118, 0.095),
+             "RS": (0.196, None, 0.015)},
 }
 
 NOTE = """\

@@ -1,28 +1,150 @@
-"""Several results side by side: :func:`summary_col`.
+"""Tables of results: one fit's :meth:`~dpreg.DPRegressionResults.summary` and several
+fits side by side, :func:`summary_col`.
 
-Two layouts. ``"wide"`` (the default) is statsmodels' ``summary_col`` and stargazer's:
-one column per model, each coefficient with its standard error (or interval) below,
-models with different regressors side by side, and rows describing each fit (rows used,
-engine, budget, inference). ``"long"`` is Table 1 of the dpsgd-inference paper: one row
-per variable, model and inference method.
+One fit: a header (dependent variable, family, engine, inference, rows, privacy), the
+coefficient table of :func:`coefficient_frame`, the fit's public settings, its notes and
+the privacy ledger.
+
+Several fits, two layouts. ``"wide"`` (the default) is statsmodels' ``summary_col`` and
+stargazer's: one column per model, each coefficient with its standard error (or interval)
+below, models with different regressors side by side, and rows describing each fit (rows
+used, engine, budget, inference). ``"long"`` is Table 1 of the dpsgd-inference paper: one
+row per variable, model and inference method.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
 
+from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
-from dpreg.results import METHOD_LABELS, DPRegressionResults
+from dpreg.inference.base import StudentLaw
 from dpreg.tables import Summary
 
-__all__ = ["summary_col"]
+if TYPE_CHECKING:
+    from dpreg.results.results import DPRegressionResults
+
+__all__ = ["summary_col", "summary_col_wide", "summary_col_long", "fit_summary",
+           "coefficient_frame", "METHOD_LABELS"]
 
 LAYOUTS = ("wide", "long")
 
+#: Display names of the inference methods (``Results.inferences`` keys).
+METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
+                 "batch_means": "Batch means", "runs": "Independent runs (t)",
+                 "checkpoints": "Checkpoints (t)"}
 
+
+# ------------------------------------------------------------------------- one fit
+def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
+    """The summary of one fit (what :meth:`~dpreg.DPRegressionResults.summary` returns).
+
+    Parameters
+    ----------
+    res : DPRegressionResults
+        The fit.
+    alpha : float
+        Intervals at level ``1 - alpha``.
+
+    Returns
+    -------
+    dpreg.tables.Summary
+        A statsmodels ``Summary``: render with ``as_text()``, ``as_latex()`` or
+        ``as_html()``.
+    """
+    smry = Summary()
+    kind = "DP regression" if res.private else "Oracle regression (NON-PRIVATE)"
+    smry.add_title(f"{kind} results")
+    top = {
+        "Dep. Variable:": res.endog_name,
+        "Family:": res.family_label,
+        "Engine:": res.engine,
+        "Inference:": METHOD_LABELS.get(res.cov_type, res.cov_type),
+        "No. Observations:": str(res.nobs),
+        "Rows dropped (missing):": str(res.n_dropped),
+        "Df Model:": str(res.df_model),
+        "Privacy:": res._privacy_line(),
+    }
+    if res.private and res.ledger is not None:
+        eps, acct = res.ledger.epsilon_rigorous
+        top["(eps, delta):"] = f"({eps:.4g}, {res.ledger.delta:.3g}) [{acct}]"
+    smry.add_dict(top, ncols=2)
+    smry.add_df(coefficient_frame(res, alpha), float_format="%.4f")
+    if res.settings:
+        smry.add_dict({f"{k}:": _fmt(v) for k, v in res.settings.items()}, ncols=2)
+    for note in res.notes:
+        smry.add_text(note)
+    for inf in res.inferences.values():
+        if inf.note:
+            smry.add_text(inf.note)
+    if res.ledger is not None:
+        _add_ledger(smry, res.ledger)
+    return smry
+
+
+def _add_ledger(smry: Summary, led) -> None:
+    frame = led.to_frame().set_index("name")
+    frame.index.name = "Privacy ledger"
+    frame = frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
+    smry.add_df(frame.reset_index(), index=False)
+    eps, acct = led.epsilon_rigorous
+    smry.add_dict({
+        "Request:": led.request.describe(),
+        "Total mu (GDP; CLT for subsampled steps):": f"{led.total_mu:.4g}",
+        "(eps, delta) rigorous [headline]:": f"({eps:.4g}, {led.delta:.3g})",
+        "(eps, delta) from GDP-CLT:": f"({led.epsilon_gdp:.4g}, {led.delta:.3g})",
+        "Accountant:": acct,
+    }, ncols=1)
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
+    """The coefficient table of one fit (:meth:`~dpreg.DPRegressionResults.summary_frame`).
+
+    Parameters
+    ----------
+    res : DPRegressionResults
+        The fit.
+    alpha : float
+        Intervals at level ``1 - alpha``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``coef``; where the fit has standard errors, ``std err``, the statistic (``t``
+        or ``z``), its p-value and interval; where it has random scaling, the
+        random-scaling interval and p-value.
+    """
+    theta = res.params.to_numpy()
+    lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
+    cols = {"coef": theta}
+    try:
+        se_inf = res._standard_error_inference()
+        cols["std err"] = se_inf.scale
+        stat = "t" if isinstance(se_inf.law, StudentLaw) else "z"
+        cols[stat] = se_inf.statistic(theta)
+        cols[f"P>|{stat}|"] = se_inf.pvalues(theta)
+        ci = se_inf.conf_int(theta, alpha)
+        cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
+    except OptionError:
+        pass
+    if "rs" in res.inferences:
+        rs = res.inferences["rs"]
+        ci = rs.conf_int(theta, alpha)
+        cols[f"RS {lo}"], cols[f"RS {hi}"] = ci[:, 0], ci[:, 1]
+        cols["RS P>|R|"] = rs.pvalues(theta)
+    return pd.DataFrame(cols, index=res._names)
+
+
+# ---------------------------------------------------------------- several fits
 def summary_col(results: Sequence[DPRegressionResults], *, layout: str = "wide",
                 variables: Sequence[str] | None = None,
                 model_names: Sequence[str] | None = None, title: str | None = None,
@@ -67,8 +189,7 @@ def summary_col(results: Sequence[DPRegressionResults], *, layout: str = "wide",
     >>> "Inference" in dpreg.summary_col([a]).as_text()
     True
     """
-    if layout not in LAYOUTS:
-        raise OptionError(f"layout must be one of {LAYOUTS}, got {layout!r}")
+    one_of("layout", layout, LAYOUTS)
     if layout == "long":
         return summary_col_long(results, variables=variables, model_names=model_names,
                                 title=title, float_format=float_format)

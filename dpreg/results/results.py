@@ -3,8 +3,8 @@
 One class serves private fits and oracles. A private Results object holds the private
 estimate, the inference records built from private quantities, the ledger and the
 public settings: no raw data and no non-private statistic, so it is safe to pickle,
-print and publish (DESIGN.md, privacy rule 5). An oracle is always a separate object,
-labelled non-private.
+print and publish (user guide, Privacy: "Threat model"). An oracle is always a separate
+object, labelled non-private.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
-from dpreg.inference.base import Inference, StudentLaw
+from dpreg.inference.base import Inference
+from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.tables import Summary
 
 __all__ = ["DPRegressionResults", "ResultsModel"]
@@ -39,11 +41,6 @@ PRIVATE_ATTRIBUTES = {
     "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
     "influence": None, "outlier_test": None, "get_influence": None,
 }
-
-METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
-                 "batch_means": "Batch means", "runs": "Independent runs (t)",
-                 "checkpoints": "Checkpoints (t)"}
-
 
 class DPRegressionResults:
     """Estimates, standard errors, intervals, p-values and the privacy ledger of a fit.
@@ -197,7 +194,18 @@ class DPRegressionResults:
         return self.pvalues_by(None)
 
     def pvalues_by(self, method: str | None = None) -> pd.Series:
-        """Two-sided p-values of ``H0: theta_j = 0`` by ``method`` (``"plugin"``, ``"rs"``)."""
+        """Two-sided p-values of ``H0: theta_j = 0`` by ``method``.
+
+        Parameters
+        ----------
+        method : {"plugin", "rs", "batch_means", "runs", "checkpoints", "oracle"}, optional
+            Defaults to the fit's ``cov_type``; the engine decides which exist.
+
+        Returns
+        -------
+        pandas.Series
+            One p-value per coefficient.
+        """
         inf = self._inference(method)
         return self._series(inf.pvalues(self.params.to_numpy()), "pvalues")
 
@@ -210,15 +218,25 @@ class DPRegressionResults:
             In (0, 1).
         method : {"plugin", "rs", "batch_means", "runs", "checkpoints", "oracle"}, optional
             Defaults to the fit's ``cov_type``; the engine decides which exist.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Lower (column 0) and upper (column 1) end of each coefficient's interval.
         """
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
+        number_in("alpha", alpha, 0, 1)
         inf = self._inference(method)
         ci = inf.conf_int(self.params.to_numpy(), float(alpha))
         return pd.DataFrame(ci, index=self._names, columns=[0, 1])
 
     def cov_params(self) -> pd.DataFrame:
-        """Covariance matrix of the estimate (private plug-in estimate for a private fit)."""
+        """Covariance matrix of the estimate (private plug-in estimate for a private fit).
+
+        Returns
+        -------
+        pandas.DataFrame
+            ``p x p``, labelled by the coefficients' names.
+        """
         if self._cov is None:
             raise OptionError("no covariance matrix: this fit spent no budget on the plug-in "
                               "matrices (see budget_split)")
@@ -370,15 +388,17 @@ class DPRegressionResults:
 
     # -- tests of linear restrictions (dpreg.hypothesis) ----------------------------------
     def t_test(self, r_matrix, cov_p=None, use_t=None, *, method: str | None = None):
-        """t tests of each row of ``H0: R theta = q``, statsmodels' spellings.
+        """The t test of each row of ``H0: R theta = q``, in statsmodels' spellings.
 
         Parameters
         ----------
         r_matrix : str, list of str, dict, array-like or tuple ``(R, q)``
             E.g. ``"x1 = 0"``, ``"x1 = x2"``, ``["x1", "x2 = 1"]``, or a matrix.
-        cov_p, use_t
-            statsmodels' options for another covariance or law: not supported (use
+        cov_p : None
+            statsmodels' option for another covariance: not supported (use
             ``method=``); must be None.
+        use_t : None
+            statsmodels' option for another reference law: not supported; must be None.
         method : str, optional
             Inference method (default: the fit's ``cov_type``). See
             :mod:`dpreg.hypothesis` for the law each method uses.
@@ -398,10 +418,27 @@ class DPRegressionResults:
                   scalar=True, *, method: str | None = None):
         """Joint Wald test of ``H0: R theta = q`` (statsmodels' spellings).
 
-        ``use_f`` chooses F or chi-square for covariance-based methods (default: F when
-        the method's law is Student's t, as statsmodels' ``use_t``). Random scaling uses
-        the multivariate random-scaling pivot. ``scalar`` is accepted for statsmodels
-        compatibility (the statistic is always a float). See :meth:`t_test`.
+        Parameters
+        ----------
+        r_matrix : str, list of str, dict, array-like or tuple ``(R, q)``
+            As for :meth:`t_test`.
+        cov_p, invcov : None
+            statsmodels' options for another covariance: not supported; must be None.
+        use_f : bool, optional
+            F or chi-square for covariance-based methods (default: F when the method's
+            law is Student's t, as statsmodels' ``use_t``). Random scaling uses the
+            multivariate random-scaling pivot.
+        df_constraints : None
+            Not supported; must be None.
+        scalar : bool
+            Accepted for statsmodels compatibility (the statistic is always a float).
+        method : str, optional
+            Inference method (default: the fit's ``cov_type``).
+
+        Returns
+        -------
+        dpreg.hypothesis.ContrastResults
+            ``statistic``, ``pvalue``, ``df_num``, ``df_denom``, ``summary()``.
         """
         self._no_sm_options(cov_p=cov_p, invcov=invcov, df_constraints=df_constraints)
         from dpreg.hypothesis import restriction_test
@@ -409,8 +446,25 @@ class DPRegressionResults:
         return restriction_test(self, r_matrix, "wald", method=method, use_f=use_f)
 
     def f_test(self, r_matrix, cov_p=None, invcov=None, *, method: str | None = None):
-        """Joint F test of ``H0: R theta = q`` (``W / q`` against ``F(q, df)``; random
-        scaling: the multivariate random-scaling pivot). See :meth:`t_test`."""
+        """Joint F test of ``H0: R theta = q``.
+
+        ``W / q`` against ``F(q, df)``; random scaling: the multivariate random-scaling
+        pivot.
+
+        Parameters
+        ----------
+        r_matrix : str, list of str, dict, array-like or tuple ``(R, q)``
+            As for :meth:`t_test`.
+        cov_p, invcov : None
+            statsmodels' options for another covariance: not supported; must be None.
+        method : str, optional
+            Inference method (default: the fit's ``cov_type``).
+
+        Returns
+        -------
+        dpreg.hypothesis.ContrastResults
+            ``fvalue``, ``pvalue``, ``df_num``, ``df_denom``, ``summary()``.
+        """
         self._no_sm_options(cov_p=cov_p, invcov=invcov)
         from dpreg.hypothesis import restriction_test
 
@@ -426,12 +480,18 @@ class DPRegressionResults:
 
     # -- saving -------------------------------------------------------------------------
     def save(self, fname, remove_data: bool = False) -> None:
-        """Pickle the result to ``fname`` (a path or a writable binary file).
+        """Pickle the result to ``fname``.
 
         The file holds what the result holds: private estimates, inference records,
         the ledger, public settings and the formula's public design description
-        (declared categories), never data. Load it with :func:`dpreg.load`;
-        ``remove_data`` is accepted for statsmodels compatibility (there is no data).
+        (declared categories), never data. Load it with :func:`dpreg.load`.
+
+        Parameters
+        ----------
+        fname : str, path or writable binary file object
+            Where to write.
+        remove_data : bool
+            Accepted for statsmodels compatibility (there is no data to remove).
         """
         from dpreg.io import save
 
@@ -439,7 +499,18 @@ class DPRegressionResults:
 
     @classmethod
     def load(cls, fname) -> "DPRegressionResults":
-        """Load a result saved by :meth:`save` (statsmodels' ``Results.load``)."""
+        """Load a result saved by :meth:`save` (statsmodels' ``Results.load``).
+
+        Parameters
+        ----------
+        fname : str, path or readable binary file object
+            The file written by :meth:`save`.
+
+        Returns
+        -------
+        DPRegressionResults
+            The saved result (see :func:`dpreg.load`).
+        """
         from dpreg.io import load
 
         return load(fname)
@@ -448,10 +519,27 @@ class DPRegressionResults:
                         truth=None, path=None, show: bool = False):
         """Running estimates with their intervals against rows used (matplotlib).
 
-        See :func:`dpreg.plotting.plot_trajectory` for the parameters; returns the
-        Figure, saved to ``path`` if given.
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+        methods : list of str, optional
+            Which intervals (``"plugin"``, ``"batch_means"``, ``"rs"``); default all.
+        start : float
+            Share of the path left out at the start.
+        truth : array-like, optional
+            True coefficients (simulations), drawn as dotted lines.
+        path : str or path-like, optional
+            Save the figure there (format from the suffix).
+        show : bool
+            Call ``matplotlib.pyplot.show()``.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            See :func:`dpreg.results.plotting.plot_trajectory`.
         """
-        from dpreg.plotting import plot_trajectory
+        from dpreg.results.plotting import plot_trajectory
 
         return plot_trajectory(self, alpha=alpha, methods=methods, start=start, truth=truth,
                                path=path, show=show)
@@ -466,90 +554,41 @@ class DPRegressionResults:
         """A statsmodels :class:`~statsmodels.iolib.summary2.Summary` of the fit.
 
         Shows the estimates, plug-in standard errors and intervals, random-scaling
-        intervals and p-values (private fits), the settings and the privacy ledger. Use
-        ``.as_text()``, ``.as_latex()`` or ``.as_html()``.
-        """
-        smry = Summary()
-        kind = "DP regression" if self.private else "Oracle regression (NON-PRIVATE)"
-        smry.add_title(f"{kind} results")
-        top = {
-            "Dep. Variable:": self.endog_name,
-            "Family:": self.family_label,
-            "Engine:": self.engine,
-            "Inference:": METHOD_LABELS.get(self.cov_type, self.cov_type),
-            "No. Observations:": str(self.nobs),
-            "Rows dropped (missing):": str(self.n_dropped),
-            "Df Model:": str(self.df_model),
-            "Privacy:": self._privacy_line(),
-        }
-        if self.private and self.ledger is not None:
-            eps, acct = self.ledger.epsilon_rigorous
-            top["(eps, delta):"] = f"({eps:.4g}, {self.ledger.delta:.3g}) [{acct}]"
-        smry.add_dict(top, ncols=2)
-        smry.add_df(self._params_frame(alpha), float_format="%.4f")
-        if self.settings:
-            smry.add_dict({f"{k}:": _fmt(v) for k, v in self.settings.items()}, ncols=2)
-        for note in self.notes:
-            smry.add_text(note)
-        for inf in self.inferences.values():
-            if inf.note:
-                smry.add_text(inf.note)
-        if self.ledger is not None:
-            self._add_ledger(smry)
-        return smry
+        intervals and p-values (private fits), the settings and the privacy ledger.
 
-    def _add_ledger(self, smry: Summary) -> None:
-        led = self.ledger
-        frame = led.to_frame().set_index("name")
-        frame.index.name = "Privacy ledger"
-        frame = frame.map(lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
-        smry.add_df(frame.reset_index(), index=False)
-        eps, acct = led.epsilon_rigorous
-        smry.add_dict({
-            "Request:": led.request.describe(),
-            "Total mu (GDP; CLT for subsampled steps):": f"{led.total_mu:.4g}",
-            "(eps, delta) rigorous [headline]:": f"({eps:.4g}, {led.delta:.3g})",
-            "(eps, delta) from GDP-CLT:": f"({led.epsilon_gdp:.4g}, {led.delta:.3g})",
-            "Accountant:": acct,
-        }, ncols=1)
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        dpreg.tables.Summary
+            Render with ``.as_text()``, ``.as_latex()`` or ``.as_html()``.
+        """
+        return fit_summary(self, alpha)
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
-        """The coefficient table of :meth:`summary` as a DataFrame (estimates, standard
-        errors, statistics, p-values and intervals of every method with a column)."""
-        if not isinstance(alpha, (float, int)) or not 0 < alpha < 1:
-            raise OptionError(f"alpha must be in (0, 1), got {alpha!r}")
-        return self._params_frame(float(alpha))
+        """The coefficient table of :meth:`summary` as a DataFrame.
 
-    def _params_frame(self, alpha: float) -> pd.DataFrame:
-        lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
-        cols = {"coef": self.params.to_numpy()}
-        try:
-            se_inf = self._standard_error_inference()
-            cols["std err"] = se_inf.scale
-            stat = "t" if isinstance(se_inf.law, StudentLaw) else "z"
-            cols[stat] = se_inf.statistic(self.params.to_numpy())
-            cols[f"P>|{stat}|"] = se_inf.pvalues(self.params.to_numpy())
-            ci = se_inf.conf_int(self.params.to_numpy(), alpha)
-            cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
-        except OptionError:
-            pass
-        if "rs" in self.inferences:
-            rs = self.inferences["rs"]
-            ci = rs.conf_int(self.params.to_numpy(), alpha)
-            cols[f"RS {lo}"], cols[f"RS {hi}"] = ci[:, 0], ci[:, 1]
-            cols["RS P>|R|"] = rs.pvalues(self.params.to_numpy())
-        return pd.DataFrame(cols, index=self._names)
+        Parameters
+        ----------
+        alpha : float
+            Intervals at level ``1 - alpha``.
+
+        Returns
+        -------
+        pandas.DataFrame
+            Estimates, standard errors, statistics, p-values and intervals of every
+            method with a column (see :func:`dpreg.results.summary.coefficient_frame`).
+        """
+        number_in("alpha", alpha, 0, 1)
+        return coefficient_frame(self, float(alpha))
 
     def __repr__(self) -> str:
         kind = "private" if self.private else "oracle"
         return (f"<DPRegressionResults {kind} {self.family_label} n={self.nobs} "
                 f"engine={self.engine} privacy={self._privacy_line()!r}>")
-
-
-def _fmt(value) -> str:
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
 
 
 @dataclass(frozen=True)
@@ -569,4 +608,5 @@ class ResultsModel:
 
     @property
     def param_names(self) -> list[str]:
+        """The coefficients' names (statsmodels' ``model.param_names``)."""
         return list(self.exog_names)

@@ -1,0 +1,183 @@
+"""The Results object on its own (dpreg.results.results): built by hand from inference
+records and checked against scipy, and built by an oracle fit and checked against
+statsmodels (OLS and Logit) attribute by attribute."""
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from scipy import stats
+
+import dpreg
+from dpreg.exceptions import OptionError, PrivateStatisticError
+from dpreg.inference.base import Inference, NormalLaw, StudentLaw
+from dpreg.inference.pivot import rs_pivot
+from dpreg.results import DPRegressionResults, ResultsModel
+
+PARAMS = np.array([1.0, -2.0, 0.25])
+NAMES = ("Intercept", "x1", "x2")
+SE = np.array([0.5, 1.0, 0.2])
+RS_SCALE = np.array([0.7, 1.3, 0.4])
+
+
+def make(inferences, cov_type, *, cov=None, private=True, **kw):
+    return DPRegressionResults(params=PARAMS, names=NAMES, endog_name="y",
+                               inferences=inferences, cov_type=cov_type, nobs=50, df_model=2,
+                               private=private, family_label="Linear (squared loss)",
+                               engine="dpsgd", settings={"steps": 100}, cov_matrix=cov, **kw)
+
+
+@pytest.fixture
+def by_hand():
+    """Plug-in (normal law) and random scaling (the pivot, no standard error)."""
+    return make({"plugin": Inference("plugin", SE, NormalLaw(), True, "plug-in note"),
+                 "rs": Inference("rs", RS_SCALE, rs_pivot, False, "rs note")}, "plugin",
+                cov=np.diag(SE ** 2))
+
+
+# -- by hand, against scipy ------------------------------------------------------------
+def test_estimates_are_labelled_series(by_hand):
+    pd.testing.assert_series_equal(by_hand.params, pd.Series(PARAMS, index=list(NAMES),
+                                                              name="params"))
+    pd.testing.assert_series_equal(by_hand.bse, pd.Series(SE, index=list(NAMES), name="bse"))
+    np.testing.assert_array_equal(by_hand.tvalues, PARAMS / SE)
+    assert by_hand.zvalues is by_hand.tvalues
+    assert by_hand.nobs == 50 and by_hand.df_model == 2 and by_hand.df_resid == 47
+
+
+def test_pvalues_and_intervals_follow_the_law(by_hand):
+    np.testing.assert_allclose(by_hand.pvalues, 2 * stats.norm.sf(np.abs(PARAMS / SE)),
+                               rtol=1e-14)
+    for alpha in (0.05, 0.1, 0.01):
+        z = stats.norm.isf(alpha / 2)
+        ci = by_hand.conf_int(alpha)
+        assert list(ci.columns) == [0, 1] and list(ci.index) == list(NAMES)
+        np.testing.assert_allclose(ci[0], PARAMS - z * SE, rtol=1e-14)
+        np.testing.assert_allclose(ci[1], PARAMS + z * SE, rtol=1e-14)
+    # random scaling: the pivot's critical value times its scale, its own p-values
+    c = rs_pivot.critical_value(0.05)
+    np.testing.assert_allclose(by_hand.conf_int(method="rs")[1], PARAMS + c * RS_SCALE)
+    np.testing.assert_allclose(by_hand.pvalues_by("rs"),
+                               rs_pivot.two_sided_pvalue(PARAMS / RS_SCALE))
+
+
+def test_cov_type_decides_the_default_method_and_bse_needs_a_standard_error():
+    rs = Inference("rs", RS_SCALE, rs_pivot, False)
+    res = make({"plugin": Inference("plugin", SE, NormalLaw(), True), "rs": rs}, "rs")
+    np.testing.assert_allclose(res.conf_int(), res.conf_int(method="rs"))
+    np.testing.assert_array_equal(res.bse, SE)  # from the method that has standard errors
+    only_rs = make({"rs": rs}, "rs")
+    with pytest.raises(OptionError, match="no standard errors"):
+        _ = only_rs.bse
+    with pytest.raises(OptionError, match="no covariance matrix"):
+        only_rs.cov_params()
+    with pytest.raises(OptionError, match="'plugin' is not available.*\\['rs'\\]"):
+        only_rs.conf_int(method="plugin")
+
+
+def test_student_law_gives_t_columns():
+    res = make({"runs": Inference("runs", SE, StudentLaw(9), True)}, "runs")
+    frame = res.summary_frame()
+    assert list(frame.columns) == ["coef", "std err", "t", "P>|t|", "[0.025", "0.975]"]
+    np.testing.assert_allclose(frame["P>|t|"], 2 * stats.t.sf(np.abs(PARAMS / SE), 9))
+    np.testing.assert_allclose(frame["0.975]"], PARAMS + stats.t.isf(0.025, 9) * SE)
+
+
+def test_summary_frame_has_the_interval_of_every_method(by_hand):
+    frame = by_hand.summary_frame(alpha=0.1)
+    assert list(frame.columns) == ["coef", "std err", "z", "P>|z|", "[0.05", "0.95]",
+                                   "RS [0.05", "RS 0.95]", "RS P>|R|"]
+    np.testing.assert_array_equal(frame["coef"], PARAMS)
+    np.testing.assert_allclose(frame[["[0.05", "0.95]"]], by_hand.conf_int(0.1))
+    np.testing.assert_allclose(frame[["RS [0.05", "RS 0.95]"]],
+                               by_hand.conf_int(0.1, method="rs"))
+    np.testing.assert_allclose(frame["RS P>|R|"], by_hand.pvalues_by("rs"))
+
+
+@pytest.mark.parametrize("alpha", [0, 1, 1.5, -0.1, "0.05", True])
+def test_alpha_outside_the_unit_interval_is_refused(by_hand, alpha):
+    with pytest.raises(OptionError, match="alpha"):
+        by_hand.conf_int(alpha)
+    with pytest.raises(OptionError, match="alpha"):
+        by_hand.summary_frame(alpha)
+
+
+def test_covariance_is_labelled(by_hand):
+    cov = by_hand.cov_params()
+    assert list(cov.index) == list(cov.columns) == list(NAMES)
+    np.testing.assert_array_equal(cov.to_numpy(), np.diag(SE ** 2))
+
+
+@pytest.mark.parametrize("name", ["resid", "rsquared", "llf", "aic", "fittedvalues", "ssr"])
+def test_statistics_of_the_private_data_are_refused(by_hand, name):
+    with pytest.raises(PrivateStatisticError, match=name):
+        getattr(by_hand, name)
+    with pytest.raises(AttributeError, match="no attribute 'not_a_statistic'"):
+        _ = by_hand.not_a_statistic
+
+
+def test_public_model_description(by_hand):
+    model = by_hand.model
+    assert model == ResultsModel(formula=None, exog_names=NAMES, endog_names="y",
+                                 family="linear", nobs=50)
+    assert model.param_names == list(NAMES)
+    assert by_hand.family_name == "linear"
+
+
+def test_pickle_keeps_the_numbers_and_drops_cached_values(by_hand):
+    _ = by_hand.bse, by_hand.pvalues  # fill the caches
+    state = by_hand.__getstate__()
+    assert "bse" not in state and "pvalues" not in state and state["_design_info"] is None
+    back = pickle.loads(pickle.dumps(by_hand))
+    pd.testing.assert_series_equal(back.bse, by_hand.bse)
+    pd.testing.assert_frame_equal(back.conf_int(method="rs"), by_hand.conf_int(method="rs"))
+    assert back.notes == by_hand.notes and back.settings == {"steps": 100}
+
+
+def test_repr_names_kind_engine_and_privacy():
+    orc = make({"oracle": Inference("oracle", SE, StudentLaw(47), True)}, "oracle",
+               private=False)
+    assert repr(orc) == ("<DPRegressionResults oracle Linear (squared loss) n=50 "
+                         "engine=dpsgd privacy='non-private'>")
+
+
+# -- built by a fit, against statsmodels -----------------------------------------------
+@pytest.fixture(scope="module")
+def linear_pair():
+    sim = dpreg.datasets.simulate_linear(300, 3, intercept=True, random_state=4)
+    return dpreg.oracle(sim.formula, sim.data), smf.ols(sim.formula, sim.data).fit()
+
+
+@pytest.fixture(scope="module")
+def logit_pair():
+    sim = dpreg.datasets.simulate_logistic(600, 2, intercept=True, random_state=5)
+    return (dpreg.oracle(sim.formula, sim.data, family="logistic"),
+            smf.logit(sim.formula, sim.data).fit(disp=0))
+
+
+# rtol 1e-10: both solve the same least-squares problem (QR and pinv differ in the last
+# digits); Logit: both run Newton to convergence from different starts, rtol 1e-6.
+@pytest.mark.parametrize("pair, rtol", [("linear_pair", 1e-10), ("logit_pair", 1e-6)])
+def test_oracle_results_equal_statsmodels(request, pair, rtol):
+    res, ref = request.getfixturevalue(pair)
+    assert list(res.params.index) == list(ref.params.index)
+    np.testing.assert_allclose(res.params, ref.params, rtol=rtol)
+    np.testing.assert_allclose(res.bse, ref.bse, rtol=rtol)
+    np.testing.assert_allclose(res.tvalues, ref.tvalues, rtol=rtol)
+    np.testing.assert_allclose(res.pvalues, ref.pvalues, rtol=100 * rtol, atol=1e-300)
+    np.testing.assert_allclose(res.cov_params(), ref.cov_params(), rtol=rtol)
+    for alpha in (0.05, 0.2):
+        np.testing.assert_allclose(res.conf_int(alpha), ref.conf_int(alpha), rtol=rtol)
+    assert (res.nobs, res.df_model, res.df_resid) == (ref.nobs, ref.df_model, ref.df_resid)
+    assert not res.private and res.ledger is None
+
+
+def test_oracle_summary_frame_equals_statsmodels_table(linear_pair):
+    res, ref = linear_pair
+    frame = res.summary_frame()
+    want = ref.summary2().tables[1]
+    assert list(frame.columns) == ["coef", "std err", "t", "P>|t|", "[0.025", "0.975]"]
+    np.testing.assert_allclose(frame.to_numpy(), want.to_numpy(), rtol=1e-10, atol=1e-300)
+    assert list(frame.index) == list(want.index)
