@@ -188,7 +188,8 @@ class _LDPRun:
 
     # ------------------------------------------------------------------ inference
     def _release_plugin(self, snap) -> dict[str, Any]:
-        """Privatize the plug-in sums (central Gaussian matrix mechanism, MATH.md s.4)."""
+        """Privatize the plug-in sums (central Gaussian matrix mechanism, sensitivity 2B/n;
+        ldp-sgd paper, Prop. 4)."""
         n = snap.nobs
         clip = self.settings.clip
         sens = {HESSIAN: 2 * self.b1 / n, SCORE: 2 * clip ** 2 / n}

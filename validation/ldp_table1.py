@@ -3,7 +3,7 @@
 Design (their s.5): linear model y = x'theta0 + e, x = (1, s), s ~ N(0, I_3),
 e ~ N(0, 0.5^2), theta0 = 1, Huber loss c = 1.345 with Mallows weights, alpha = 0.51,
 mu in {1, 2}, n in {40,000, ..., 200,000}. Each person's gradient gets noise
-(2 B0 / mu) xi with B0 = sqrt(2) c (their Example 1; MATH.md s.5). In the paper the
+(2 B0 / mu) xi with B0 = sqrt(2) c (their Example 1). In the paper the
 path and the two plug-in matrices each get mu (Thm 3: sqrt(3) mu in total), so each fit
 here asks for mu_total = sqrt(3) mu with the equal split.
 

@@ -83,8 +83,8 @@ def clipped_psi(X, y, xnorm, w, i, code, c, tau, theta, clip):
 
 @njit(cache=True)
 def rs_accumulate(theta, ref, s_run, m_acc, l_acc, t):
-    """Random-scaling sums after step ``t`` (MATH.md s.1), relative to ``ref``:
-    ``s_run += theta - ref``, ``l_acc += t s_run``, ``m_acc += s_run s_run'`` (upper)."""
+    """Random-scaling sums after step ``t`` (dpsgd-inference paper, Prop. 3), relative to
+    ``ref``: ``s_run += theta - ref``, ``l_acc += t s_run``, ``m_acc += s_run s_run'`` (upper)."""
     p = theta.shape[0]
     for j in range(p):
         s_run[j] += theta[j] - ref[j]
@@ -114,7 +114,7 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     convergence, not the privacy, and the averaged iterate's limiting covariance does
     not depend on it (Polyak and Juditsky 1992).
 
-    Random-scaling sums are kept relative to the reference point ``ref`` (MATH.md s.1):
+    Random-scaling sums are kept relative to the reference point ``ref`` (see :func:`dpreg.engines.dpsgd.recentre`):
     ``s_run = sum_{s<=t} (theta_s - ref)``, ``m_acc += s_run s_run^T`` (upper triangle),
     ``l_acc += t * s_run``. Returns ``(status, steps_done)``.
     """

@@ -178,7 +178,9 @@ def recentre(ref, s_run, m_acc, l_acc, t):
     With ``delta = ref - ref_new`` every partial sum shifts by ``s * delta``, so
     ``M += L delta' + delta L' + (sum s^2) delta delta'`` and ``L += (sum s^2) delta``;
     the running sum becomes zero. Re-centring keeps the sums small, which avoids the
-    cancellation of the one-pass formula (MATH.md s.1, numerics).
+    cancellation of the one-pass formula (forming the sums from raw totals loses about six
+    digits at T = n^2; tests/engines/test_dpsgd.py checks the re-centred sums against the
+    two-pass formula).
     """
     m_full = np.triu(m_acc) + np.triu(m_acc, 1).T
     delta = -s_run / t
