@@ -26,7 +26,8 @@ class EngineOutput:
         The last iterate.
     rs_q : ndarray (p, p)
         Random-scaling matrix ``Q = T^{-3} sum_t D_t D_t^T`` with
-        ``D_t = sum_{s<=t} (theta_s - theta_bar)`` (dpsgd-inference paper, Prop. 3; user guide, Corrections to the papers: "Random-scaling normalization").
+        ``D_t = sum_{s<=t} (theta_s - theta_bar)`` (dpsgd-inference paper, Prop. 3; user
+        guide, Corrections to the papers: "Random-scaling normalization").
     steps : int
         Number of steps T.
     trajectory_steps : ndarray (K,)
