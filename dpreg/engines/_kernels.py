@@ -116,7 +116,8 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
 
     Random-scaling sums are kept relative to the reference point ``ref`` (see
     :func:`dpreg.engines.dpsgd.recentre`): ``s_run = sum_{s<=t} (theta_s - ref)``,
-    ``m_acc += s_run s_run^T`` (upper triangle), ``l_acc += t * s_run``. Returns ``(status, steps_done)``.
+    ``m_acc += s_run s_run^T`` (upper triangle), ``l_acc += t * s_run``. Returns
+    ``(status, steps_done)``.
     """
     n, p = X.shape
     pos = 0
