@@ -18,9 +18,8 @@ import statsmodels.api as sm
 from scipy import optimize
 
 from dpreg.design import Design
-from dpreg.engines import _kernels
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.families import Objective
+from dpreg.families import Objective, dispatch
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.results import DPRegressionResults
 
@@ -93,7 +92,7 @@ def m_estimate(X: np.ndarray, y: np.ndarray, objective: Objective,
     grad, hess = np.empty(p), np.empty((p, p))
 
     def terms(theta):
-        val = _kernels.objective_terms(X, y, w, code, c, tau, theta, grad, hess)
+        val = dispatch.objective_terms(X, y, w, code, c, tau, theta, grad, hess)
         return val / n, grad / n, hess / n
 
     def fun(theta):
@@ -110,7 +109,7 @@ def m_estimate(X: np.ndarray, y: np.ndarray, objective: Objective,
     _, _, A = terms(theta)
     xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
     scores = np.empty_like(X)
-    _kernels.clipped_gradients(X, y, xnorm, w, code, c, tau, theta, np.inf, scores)
+    dispatch.clipped_gradients(X, y, xnorm, w, code, c, tau, theta, np.inf, scores)
     S = scores.T @ scores / n
     Ainv = np.linalg.pinv(A)
     return theta, Ainv @ S @ Ainv / n, bool(sol.success)

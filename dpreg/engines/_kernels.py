@@ -5,80 +5,18 @@ and return a status code instead of raising. All random numbers are drawn by the
 Python driver from one ``numpy.random.Generator``. No ``fastmath``: the kernels must
 propagate NaN/Inf faithfully so that divergence is detected.
 
-Families are dispatched on their integer code. Per-example gradients are
+The families' numerics (loss, score, Hessian weight, clipped per-example gradients)
+come from :mod:`dpreg.families.dispatch`. Per-example gradients are
 ``w_i * dloss(y_i, x_i' theta) * x_i`` with row weights ``w`` (Mallows weights, or ones).
-Note: numba's cache does not see edits of the family modules called from here; clear
-``__pycache__`` (or set ``NUMBA_CACHE_DIR``) after changing a family.
 """
 
 import numpy as np
 from numba import njit
 
-from dpreg.families import expectile, huber, linear, logistic
+from dpreg.families.dispatch import clipped_psi
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
-
-
-@njit(cache=True)
-def dloss(code, y, eta, c, tau):
-    """Derivative of the family's loss in the linear index."""
-    if code == linear.CODE:
-        return linear.dloss(y, eta, c, tau)
-    if code == huber.CODE:
-        return huber.dloss(y, eta, c, tau)
-    if code == logistic.CODE:
-        return logistic.dloss(y, eta, c, tau)
-    if code == expectile.CODE:
-        return expectile.dloss(y, eta, c, tau)
-    return np.nan
-
-
-@njit(cache=True)
-def d2loss(code, y, eta, c, tau):
-    """Second derivative of the family's loss in the linear index."""
-    if code == linear.CODE:
-        return linear.d2loss(y, eta, c, tau)
-    if code == huber.CODE:
-        return huber.d2loss(y, eta, c, tau)
-    if code == logistic.CODE:
-        return logistic.d2loss(y, eta, c, tau)
-    if code == expectile.CODE:
-        return expectile.d2loss(y, eta, c, tau)
-    return np.nan
-
-
-@njit(cache=True)
-def loss(code, y, eta, c, tau):
-    """The family's loss in the linear index."""
-    if code == linear.CODE:
-        return linear.loss(y, eta, c, tau)
-    if code == huber.CODE:
-        return huber.loss(y, eta, c, tau)
-    if code == logistic.CODE:
-        return logistic.loss(y, eta, c, tau)
-    if code == expectile.CODE:
-        return expectile.loss(y, eta, c, tau)
-    return np.nan
-
-
-@njit(cache=True)
-def linear_index(X, i, theta):
-    eta = 0.0
-    for j in range(X.shape[1]):
-        eta += X[i, j] * theta[j]
-    return eta
-
-
-@njit(cache=True)
-def clipped_psi(X, y, xnorm, w, i, code, c, tau, theta, clip):
-    """``(psi, clipped)``: the weighted loss derivative of row ``i`` at ``theta``, scaled so
-    that the per-example gradient ``psi * x_i`` has norm at most ``clip``."""
-    g = w[i] * dloss(code, y[i], linear_index(X, i, theta), c, tau)
-    gn = abs(g) * xnorm[i]
-    if gn > clip:
-        return g * (clip / gn), True
-    return g, False
 
 
 @njit(cache=True)
@@ -191,53 +129,3 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     return STATUS_OK, counts.shape[0]
 
 
-@njit(cache=True)
-def clipped_gradients(X, y, xnorm, w, code, c, tau, theta, clip, out):
-    """Per-example gradients at ``theta``, each clipped to norm ``clip`` (rows of ``out``)."""
-    n, p = X.shape
-    for i in range(n):
-        g, _ = clipped_psi(X, y, xnorm, w, i, code, c, tau, theta, clip)
-        for j in range(p):
-            out[i, j] = g * X[i, j]
-
-
-@njit(cache=True)
-def hessian_weights(X, y, xnorm, w, code, c, tau, theta, clip, out):
-    """Hessian weight of the *clipped*, weighted objective for every row.
-
-    ``out[i] = w_i d2loss(y_i, x_i' theta)`` where the per-example gradient is not
-    clipped, and 0 where it is: a clipped gradient ``clip * sign(psi) x / ||x||`` does
-    not change with theta, so DP-SGD solves a clipped M-estimation problem whose Hessian
-    only counts unclipped rows (clipping turns the squared loss into a Huber loss, dpgd
-    paper s.2.5).
-    """
-    for i in range(X.shape[0]):
-        eta = linear_index(X, i, theta)
-        if abs(w[i] * dloss(code, y[i], eta, c, tau)) * xnorm[i] > clip:
-            out[i] = 0.0
-        else:
-            out[i] = w[i] * d2loss(code, y[i], eta, c, tau)
-
-
-@njit(cache=True)
-def objective_terms(X, y, w, code, c, tau, theta, grad, hess):
-    """Weighted loss, gradient and Hessian of ``sum_i w_i l(y_i, x_i' theta)`` (oracles)."""
-    n, p = X.shape
-    total = 0.0
-    for a in range(p):
-        grad[a] = 0.0
-        for b in range(p):
-            hess[a, b] = 0.0
-    for i in range(n):
-        eta = linear_index(X, i, theta)
-        total += w[i] * loss(code, y[i], eta, c, tau)
-        d1 = w[i] * dloss(code, y[i], eta, c, tau)
-        d2 = w[i] * d2loss(code, y[i], eta, c, tau)
-        for a in range(p):
-            grad[a] += d1 * X[i, a]
-            for b in range(a, p):
-                hess[a, b] += d2 * X[i, a] * X[i, b]
-    for a in range(p):
-        for b in range(a):
-            hess[a, b] = hess[b, a]
-    return total

@@ -7,14 +7,8 @@ mutated in place, a status code instead of exceptions, randomness drawn by the d
 import numpy as np
 from numba import njit
 
-from dpreg.engines._kernels import (
-    STATUS_NONFINITE,
-    STATUS_OK,
-    d2loss,
-    dloss,
-    linear_index,
-    rs_accumulate,
-)
+from dpreg.engines._kernels import STATUS_NONFINITE, STATUS_OK, rs_accumulate
+from dpreg.families.dispatch import d2loss, dloss, linear_index
 
 
 @njit(cache=True)

@@ -1,8 +1,8 @@
 """Regression families and their registry.
 
 Adding a family means one module with a :class:`~dpreg.families.base.Family` record,
-one line in ``FAMILIES`` and its branch in the kernels' dispatch
-(:mod:`dpreg.engines._kernels`).
+one line in ``FAMILIES`` and its branch in the numba dispatch of losses and scores
+(:mod:`dpreg.families.dispatch`).
 """
 
 from dpreg.exceptions import OptionError

@@ -4,7 +4,7 @@ A family is a frozen record of jitted scalar functions of ``(y, eta, c, tau)`` w
 ``eta`` is the linear index ``x'theta``, ``c`` a truncation constant and ``tau`` a
 location (expectiles), plus the bounds that privacy needs. Kernels do not receive these
 functions (that would defeat numba's on-disk cache, numba issue #2956); they dispatch on
-the integer ``code`` in :mod:`dpreg.engines._kernels`.
+the integer ``code`` in :mod:`dpreg.families.dispatch`.
 """
 
 from __future__ import annotations

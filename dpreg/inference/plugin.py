@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpreg.engines import _kernels
+from dpreg.families import dispatch
 from dpreg.inference.base import Inference, NormalLaw
 
 __all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues",
@@ -30,7 +30,7 @@ def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -
     """Hessian of the clipped, weighted objective, ``n^{-1} sum_i h_i x~_i x~_i^T``.
 
     ``h_i = w_i l''(y_i, x_i' theta)`` for rows whose gradient is not clipped at ``clip``
-    and 0 for the others (see :func:`dpreg.engines._kernels.hessian_weights`). Rows are
+    and 0 for the others (see :func:`dpreg.families.dispatch.hessian_weights`). Rows are
     clipped to norm ``x_bound`` when one is given, so that with Mallows weights the
     per-row term is bounded by ``hess_bound * min(2, x_bound^2)``, without them by
     ``hess_bound * x_bound^2``.
@@ -42,7 +42,7 @@ def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -
         Xc = Xb if x_bound is None else clip_rows(Xb, x_bound)
         xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         h = np.empty(Xb.shape[0])
-        _kernels.hessian_weights(Xb, y[rows], xnorm, objective.weights[rows],
+        dispatch.hessian_weights(Xb, y[rows], xnorm, objective.weights[rows],
                                  objective.family.code, objective.c, objective.tau, theta,
                                  clip, h)
         h = np.clip(h, 0.0, objective.hess_bound)
@@ -73,7 +73,7 @@ def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
         Xb = X[rows]
         xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         g = np.empty_like(Xb)
-        _kernels.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
+        dispatch.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
                                    objective.family.code, objective.c, objective.tau, theta,
                                    clip, g)
         out += g.T @ g

@@ -115,7 +115,7 @@ def clipped_target(model, clip: float, *, tol: float = 1e-10,
     tol, max_steps : float, int
         Stop when the largest Newton step is below ``tol``; fail after ``max_steps``.
     """
-    from dpreg.engines import _kernels
+    from dpreg.families import dispatch
 
     cond, obj, y = model.conditioning, model.objective, model.design.endog
     Z = np.ascontiguousarray(cond.design(model.design.exog))
@@ -127,12 +127,12 @@ def clipped_target(model, clip: float, *, tol: float = 1e-10,
     grads, h = np.empty((n, p)), np.empty(n)
 
     def gradient(t):
-        _kernels.clipped_gradients(Z, y, zn, w, *args, t, clip, grads)
+        dispatch.clipped_gradients(Z, y, zn, w, *args, t, clip, grads)
         return grads.mean(axis=0)
 
     g = gradient(theta)
     for _ in range(max_steps):
-        _kernels.hessian_weights(Z, y, zn, w, *args, theta, clip, h)
+        dispatch.hessian_weights(Z, y, zn, w, *args, theta, clip, h)
         H = (Z * h[:, None]).T @ Z / n + 1e-12 * np.eye(p)
         step = np.linalg.lstsq(H, g, rcond=None)[0]
         scale = 1.0

@@ -5,10 +5,9 @@ import pytest
 import statsmodels.api as sm
 from scipy import optimize
 
-from dpreg.engines import _kernels
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import ConvergenceError
-from dpreg.families import Objective, get_family, mallows_weights
+from dpreg.families import Objective, dispatch, get_family, mallows_weights
 
 
 def _obj(X, family="linear", c=np.inf, mallows=False):
@@ -71,7 +70,7 @@ def test_noise_free_clipped_limit_minimizes_the_huberized_loss(seed):
                                               ("logistic", np.inf, False),
                                               ("expectile", 1.345, True)])
 def test_one_step_is_the_mean_clipped_gradient_plus_noise(seed, family, c, mallows):
-    # theta_1 = theta_0 - lr (mean of _kernels.clipped_gradients + lambda z_1), with z_1 the
+    # theta_1 = theta_0 - lr (mean of dispatch.clipped_gradients + lambda z_1), with z_1 the
     # first normal draw of the run's spawned generator (the documented noise convention).
     X, y = _data(seed, n=300)
     if family == "logistic":
@@ -83,7 +82,7 @@ def test_one_step_is_the_mean_clipped_gradient_plus_noise(seed, family, c, mallo
                    theta0=theta0, rng=np.random.default_rng(11))
     g = np.empty_like(X)
     xnorm = np.linalg.norm(X, axis=1)
-    _kernels.clipped_gradients(X, y, xnorm, obj.weights, obj.family.code, obj.c, obj.tau,
+    dispatch.clipped_gradients(X, y, xnorm, obj.weights, obj.family.code, obj.c, obj.tau,
                                theta0, clip, g)
     z = np.random.default_rng(11).spawn(1)[0].standard_normal((1, 4))[0]
     want = theta0 - lr * (g.mean(axis=0) + lam * z)

@@ -10,9 +10,8 @@ import statsmodels.api as sm
 from statsmodels.robust.norms import HuberT
 
 import dpreg
-from dpreg.engines import _kernels
 from dpreg.exceptions import ConvergenceWarning, DataError, OptionError
-from dpreg.families import FAMILIES, get_family, mallows_weights
+from dpreg.families import FAMILIES, dispatch, get_family, mallows_weights
 
 CASES = [("linear", math.inf, 0.5), ("huber", 1.345, 0.5), ("logistic", math.inf, 0.5),
          ("expectile", 1.345, 0.3), ("expectile", 1.345, 0.8), ("expectile", math.inf, 0.8)]
@@ -129,7 +128,7 @@ def test_expectile_oracle_solves_its_estimating_equation():
     orc = model.fit_oracle()
     X, y, obj = model.design.exog, model.design.endog, model.objective
     grad, hess = np.empty(X.shape[1]), np.empty((X.shape[1],) * 2)
-    _kernels.objective_terms(X, y, obj.weights, obj.family.code, obj.c, obj.tau,
+    dispatch.objective_terms(X, y, obj.weights, obj.family.code, obj.c, obj.tau,
                              orc.params.to_numpy(), grad, hess)
     assert np.abs(grad / len(y)).max() < 1e-9
     # tau = 0.8 shifts only the intercept (symmetric errors, homoscedastic design)
