@@ -13,6 +13,7 @@ __all__ = [
     "PrivacyLeakWarning",
     "ConvergenceWarning",
     "DatasetNotFoundError",
+    "user_stacklevel",
 ]
 
 
@@ -90,3 +91,13 @@ class PrivateStatisticError(DPRegError, AttributeError):
 
 
 __all__.append("PrivateStatisticError")
+
+
+def user_stacklevel() -> int:
+    """Stack level of the first frame outside dpreg, so warnings point at the user's line."""
+    import sys
+
+    level, frame = 1, sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):
+        frame, level = frame.f_back, level + 1
+    return level

@@ -10,7 +10,7 @@ from scipy import stats
 
 import dpreg
 from dpreg.exceptions import OptionError, PrivacyLeakWarning
-from dpreg.fit_dpgd import TARGET_NOTE
+from dpreg.fits.dpgd import TARGET_NOTE
 from dpreg.inference.iterates import batch_means, checkpoint_estimates
 from dpreg.model import DPRegression
 

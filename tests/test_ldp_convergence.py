@@ -141,7 +141,7 @@ def test_stream_warns_too(seed):
 def test_linear_step_is_capped_by_its_offset():
     from dpreg.families import get_family
     from dpreg.families.base import Objective
-    from dpreg.stream import LINEAR_LDP_LR, ldp_step
+    from dpreg.fits.ldp_sgd import LINEAR_LDP_LR, ldp_step
 
     obj = Objective(family=get_family("linear"), c=1.0, tau=0.5, weights=np.ones(1),
                     mallows=False)

@@ -6,13 +6,14 @@ one line in ``FAMILIES`` and its branch in the numba dispatch of losses and scor
 """
 
 from dpreg.exceptions import OptionError
-from dpreg.families.base import Family, Objective, mallows_weights
+from dpreg.families.base import Family, Objective, family_constants, mallows_weights
 from dpreg.families.expectile import EXPECTILE
 from dpreg.families.huber import HUBER
 from dpreg.families.linear import LINEAR
 from dpreg.families.logistic import LOGISTIC
 
-__all__ = ["Family", "Objective", "FAMILIES", "get_family", "mallows_weights"]
+__all__ = ["Family", "Objective", "FAMILIES", "get_family", "mallows_weights",
+           "family_constants"]
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (LINEAR, HUBER, LOGISTIC, EXPECTILE)}
 

@@ -10,12 +10,15 @@ the integer ``code`` in :mod:`dpreg.families.dispatch`.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
-__all__ = ["Family", "Objective", "mallows_weights"]
+from dpreg.exceptions import OptionError
+
+__all__ = ["Family", "Objective", "mallows_weights", "family_constants"]
 
 
 @dataclass(frozen=True)
@@ -130,3 +133,28 @@ class Objective:
 
     def label(self) -> str:
         return self.family.describe(self.c, self.tau, "mallows" if self.mallows else None)
+
+
+def family_constants(family: Family, c, tau, weights) -> tuple[float, float, bool]:
+    """Validate ``c``, ``tau`` and ``weights`` for ``family``; fill the family's defaults."""
+    if family.default_c is None:
+        c_val = math.inf
+    else:
+        c_val = family.default_c if c is None else c
+        if isinstance(c_val, bool) or not isinstance(c_val, numbers.Real) or not c_val > 0:
+            raise OptionError(f"c must be a positive number (inf allowed for expectiles), "
+                              f"got {c!r}")
+        if not math.isfinite(c_val) and family.name != "expectile":
+            raise OptionError(f"c must be finite for the {family.name} family, got {c!r}")
+    if family.uses_tau:
+        if isinstance(tau, bool) or not isinstance(tau, numbers.Real) or not 0 < tau < 1:
+            raise OptionError(f"tau must be in (0, 1), got {tau!r}")
+    elif tau != 0.5:
+        raise OptionError(f"tau applies to the expectile family only, not {family.name!r}")
+    if weights == "default":
+        mallows = family.mallows_default
+    elif weights in ("mallows", None):
+        mallows = weights == "mallows"
+    else:
+        raise OptionError(f"weights must be 'mallows' or None, got {weights!r}")
+    return float(c_val), float(tau), mallows

@@ -349,14 +349,13 @@ def attach_report(res, report: ConvergenceReport | None, engine: str):
     on the results as ``res.convergence``."""
     import warnings
 
-    from dpreg.exceptions import ConvergenceWarning
-    from dpreg.model import _user_stacklevel
+    from dpreg.exceptions import ConvergenceWarning, user_stacklevel
 
     res.convergence = report
     if report is None or report.ok:
         return res
     for message in report.messages(engine):
-        warnings.warn(message, ConvergenceWarning, stacklevel=_user_stacklevel())
+        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
         res.notes = res.notes + ("WARNING: " + message,)
     return res
 

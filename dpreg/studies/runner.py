@@ -47,7 +47,7 @@ def check_requirements(study: Study) -> None:
                 f"dpreg does not have (engines: {sorted(ENGINE_COV_TYPES)})")
         if engine in ("dpgd", "adassp"):
             try:
-                from dpreg.fit_dpgd import fit_dpgd  # noqa: F401
+                from dpreg.fits.dpgd import fit_dpgd  # noqa: F401
             except ImportError as err:
                 raise StudyUnavailableError(
                     f"study {study.name!r} needs engine {engine!r}, which cannot be imported "

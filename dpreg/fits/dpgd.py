@@ -1,16 +1,15 @@
-"""Fits of the full-batch engines: DP-GD (``engine="dpgd"``) and AdaSSP (``engine="adassp"``).
+"""DP-GD (``engine="dpgd"``): plan, run the engine, inference, record.
 
 :meth:`dpreg.DPRegression.fit` validates the options, the request and the design's
-privacy, then calls :func:`fit_dpgd` or :func:`fit_adassp`. Each resolves the public
-settings, builds its Gaussian mechanisms, calibrates them to the request and records
-them in the ledger *before* touching the data, runs the engine, and builds Results from
-the released quantities only.
+privacy, then calls :func:`fit_dpgd`. It resolves the public settings, builds its
+Gaussian mechanisms, calibrates them to the request and records them in the ledger
+*before* touching the data, runs the engine, and builds Results from the released
+quantities only.
 
 DP-GD follows Brown, Dvijotham, Evans, Liu, Smith and Thakurta (2024), "Private gradient
 descent for linear regression: tighter error bounds and instance-specific uncertainty
 estimation", ICML (Algorithm 1, Lemma 2.1, Section 3.1); checkpoint aggregation follows
-Shejwalkar et al. (2022), "Recycling scraps" (s.2.1.1, s.3.1); AdaSSP is Algorithm 2 of
-Wang (2018).
+Shejwalkar et al. (2022), "Recycling scraps" (s.2.1.1, s.3.1).
 """
 
 from __future__ import annotations
@@ -21,11 +20,16 @@ import math
 import numpy as np
 import pandas as pd
 
-from dpreg.design import design_notes
-from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import OptionError
-from dpreg.inference.base import Inference, NormalLaw
+from dpreg.fits.common import (
+    PRECONDITIONER,
+    Problem,
+    calibrate_and_record,
+    format_vector,
+    seed_text,
+    spawn_rngs,
+)
 from dpreg.inference.diagnostics import attach_report, iterate_report
 from dpreg.inference.iterates import (
     aggregate,
@@ -34,12 +38,11 @@ from dpreg.inference.iterates import (
     checkpoint_estimates,
     t_inference,
 )
-from dpreg.model import PRECONDITIONER, calibrate_and_record
 from dpreg.options import checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults
 
-__all__ = ["fit_dpgd", "fit_adassp", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
+__all__ = ["fit_dpgd", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
 
 PATH, CLIP_SHARE = "DP-GD path", "clip share"
 #: Keys of ``budget_split`` for DP-GD: the path, the private preconditioner
@@ -52,23 +55,12 @@ TARGET_NOTE = (
     "(the loss whose gradients are clipped at `clip`; for squared loss a Huber-type loss, "
     "dpgd paper s.2.5), not for the population parameter: they carry the privacy noise, "
     "not the sampling variability of the data.")
-_DEFAULTS = {"n_estimates": 10, "burn_in": 20, "aggregate": "mean", "ema_beta": 0.999,
+DPGD_DEFAULTS = {"n_estimates": 10, "burn_in": 20, "aggregate": "mean", "ema_beta": 0.999,
              "runs": 1, "sampling": "uniform"}
 _AGG_LABEL = {"last": "last iterate", "mean": "mean of the estimates",
               "ema": "exponential moving average (warm-up)", "upa": "uniform past-k average"}
 
 
-# ------------------------------------------------------------------------------ shared
-def _seed_text(opts) -> str:
-    return ("given (kept secret)" if opts.random_state is not None
-            else "fresh OS entropy (not stored)")
-
-
-def _fmt_vec(names, values) -> str:
-    return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values, strict=True))
-
-
-# ------------------------------------------------------------------------------ DP-GD
 def _dpgd_split(budget_split, preconditioned: bool) -> dict[str, float]:
     if budget_split is None:
         return dict(PRECONDITIONED_GD_SPLIT) if preconditioned else {"path": 1.0}
@@ -136,15 +128,19 @@ def _check_layout(opts, steps: int) -> int:
     return opts.upa_k if opts.upa_k is not None else default_k
 
 
-def fit_dpgd(model, opts, request) -> DPRegressionResults:
+def fit_dpgd(problem: Problem, opts, request, given=frozenset()) -> DPRegressionResults:
     """Fit by full-batch DP-GD with t intervals from the iterates.
 
     Parameters
     ----------
-    model : dpreg.DPRegression
+    problem : dpreg.fits.common.Problem
+        The design and objective.
     opts : dpreg.options.FitOptions
         Validated options with ``engine="dpgd"``.
     request : dpreg.privacy.PrivacyRequest
+        The total budget.
+    given : frozenset of str
+        The options the user gave (unused: every default is fixed).
 
     Returns
     -------
@@ -180,14 +176,14 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     indicators are functions of the released path), or shown non-privately with
     ``diagnostics=True``. By default no budget is spent on it and it is not shown.
     """
-    design = model.design
+    design = problem.design
     n, p = design.nobs, design.k_exog
     _check_dpgd_options(opts)
     # the public map of the columns into [-1, 1], then (condition="private") the private
     # preconditioner P = G~^{-1}, as for DP-SGD: the public map leaves correlated columns
     # (a product beside its main effects) mixing slowly; mapped back exactly below
-    cond = model.engine_coordinates(opts)
-    pub = model._public_settings(opts, cond, full_batch=True)
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond, full_batch=True)
     split = _dpgd_split(opts.budget_split, opts.condition == "private")
     precond = None
     if "precondition" in split:
@@ -196,11 +192,11 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     runs, m, burn_in = int(opts.runs), int(opts.n_estimates), int(opts.burn_in)
     lr = pub.lr
     if "precondition" in split and opts.lr is None:
-        obj = model.objective
+        obj = problem.objective
         lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / n))
     steps, reasons = _resolve_steps(opts, lr)
     if opts.lr is None and "precondition" not in split:
-        reasons.insert(0, f"lr = {pub.lr:.4g}: {model.objective.family.lr_scale:g} / "
+        reasons.insert(0, f"lr = {pub.lr:.4g}: {problem.objective.family.lr_scale:g} / "
                           "(hess_bound * x_bound^2), so that lr * lambda_max(Z'Z/n) <= 1 "
                           "from public bounds alone on the conditioned columns (the "
                           "paper's lr = 1/3 suits standardized covariates; pass lr=).")
@@ -231,17 +227,17 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     noise_std = events[0].noise_std
     # a third child for the preconditioner: the first two streams are those of a fit
     # without it (children of a spawn are keyed by their index)
-    rng_path, rng_extra, rng_g = np.random.default_rng(pub.seed).spawn(3)
+    rng_path, rng_extra, rng_g = spawn_rngs(pub.seed, 3)
     Z = cond.design(design.exog)
     by_name = {e.name: e for e in events}
     if PRECONDITIONER in by_name:
-        precond, lr, why = model._preconditioner(Z, by_name[PRECONDITIONER], pub, opts,
-                                                 rng_g)
+        precond, lr, why = problem.preconditioner(Z, by_name[PRECONDITIONER], pub, opts.lr,
+                                                  rng_g)
         reasons.insert(0, why)
     settings = GDSettings(steps=steps, clip=pub.clip, lr=lr, noise_std=noise_std,
                           runs=runs, precond=precond)
-    out = run_dpgd(Z, design.endog, objective=model.objective,
-                   settings=settings, theta0=cond.to_engine(model._start(opts.start_params)),
+    out = run_dpgd(Z, design.endog, objective=problem.objective,
+                   settings=settings, theta0=cond.to_engine(problem.start(opts.start_params)),
                    rng=rng_path, progress=opts.progress)
     out = dataclasses.replace(out, paths=cond.params(out.paths))
     names = design.exog_names
@@ -255,7 +251,7 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     where = f"the {runs} runs' last iterates" if runs > 1 else f"the last {m} checkpoints"
     notes.append(f"sd of {where} (estimates the sd of the last iterate; recycling-scraps "
                  "s.3.1): "
-                 + _fmt_vec(names, ckpt_sd))
+                 + format_vector(names, ckpt_sd))
     notes.append(_clip_share_note(out, opts, events, rng_extra))
     table = {
         "engine": "dpgd", "steps": steps, "runs": runs, "burn_in": burn_in,
@@ -266,7 +262,7 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
         "noise_std (lambda)": noise_std, "noise_multiplier": events[0].noise_multiplier,
         "aggregate": opts.aggregate,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
-        "random_state": _seed_text(opts),
+        "random_state": seed_text(opts.random_state),
     }
     if runs == 1:
         table["batch_length"] = batch_layout(steps, burn_in, m)[1]
@@ -278,7 +274,7 @@ def fit_dpgd(model, opts, request) -> DPRegressionResults:
     res = DPRegressionResults(
         params=params, names=names, endog_name=design.endog_name, inferences=inferences,
         cov_type=opts.cov_type, nobs=n, df_model=p - int(design.has_intercept),
-        private=True, family_label=model.objective.label(), engine="DP-GD",
+        private=True, family_label=problem.objective.label(), engine="DP-GD",
         settings=table, n_dropped=design.n_dropped, formula=design.formula, ledger=ledger,
         cov_matrix=cov, design_info=design.design_info,
         trajectory={"steps": np.arange(1, steps + 1),
@@ -344,93 +340,3 @@ def _clip_share_note(out, opts, events, rng) -> str:
     return ("Share of per-example gradients clipped: not released (a statistic of the data; "
             "pass budget_split={'path': 0.95, 'clip_share': 0.05} to release it privately, "
             "or diagnostics=True to see it non-privately).")
-
-
-# ------------------------------------------------------------------------------ AdaSSP
-def _check_adassp_options(model, opts) -> None:
-    if model.objective.family.name != "linear":
-        raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
-                          f"the model's family is {model.objective.family.name!r}")
-    if model.objective.mallows:
-        raise OptionError("engine='adassp' does not support weights='mallows'")
-    unused = [k for k in ("steps", "clip", "lr", "batch_size", "n_batches", "upa_k",
-                          "start_params", "budget_split")
-              if getattr(opts, k) is not None]
-    unused += [k for k, v in _DEFAULTS.items() if getattr(opts, k) != v]
-    if unused:
-        raise OptionError(f"option(s) {unused} do not apply to engine='adassp' (a one-shot "
-                          "release of X'X and X'y with an equal split of the budget)")
-    if model.design.endog_bounds is None:
-        raise OptionError(f"engine='adassp' needs public bounds on the outcome "
-                          f"{model.design.endog_name!r} (|y| <= y_bound): declare "
-                          "bounds={column: (lower, upper)}")
-
-
-def fit_adassp(model, opts, request) -> DPRegressionResults:
-    """Fit linear regression by AdaSSP (Wang 2018, Algorithm 2) in Gaussian form.
-
-    Parameters
-    ----------
-    model : dpreg.DPRegression
-        Linear family, no Mallows weights, with declared outcome bounds.
-    opts : dpreg.options.FitOptions
-        Validated options with ``engine="adassp"`` (``cov_type="plugin"``).
-    request : dpreg.privacy.PrivacyRequest
-
-    Returns
-    -------
-    DPRegressionResults
-
-    Notes
-    -----
-    Three Gaussian mechanisms, one ledger row each, with an equal share of mu^2 (or
-    rho): the smallest eigenvalue of ``X'X``, ``X'X`` and ``X'y`` (see
-    :mod:`dpreg.engines.adassp` for sensitivities). ``x_bound`` comes from the declared
-    bounds (or ``x_bound=``), ``y_bound = max(|lower|, |upper|)`` of the outcome's
-    declared bounds; rows and outcome are clipped to them. The ``"plugin"`` interval is
-    normal with the delta-method covariance of the privacy noise
-    (:func:`dpreg.engines.adassp.adassp_covariance`): it is for OLS on these data, not
-    for the population parameter (AdaSSP releases no residual variance), and ignores the
-    ridge bias when the ridge is positive.
-    """
-    _check_adassp_options(model, opts)
-    design = model.design
-    n, p = design.nobs, design.k_exog
-    pub = model._public_settings(opts)
-    lo, hi = design.endog_bounds
-    settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
-    events, ledger = calibrate_and_record(
-        request, lambda s: adassp_events(settings, s), n,
-        f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
-    rng = np.random.default_rng(pub.seed)
-    out = adassp_estimate(design.exog, design.endog, settings, events, rng)
-    cov, raised = adassp_covariance(out, events)
-    note = ("Plug-in (AdaSSP): normal interval from the delta-method covariance of the "
-            "privacy noise in the released X'X and X'y; for OLS on these (clipped) data, "
-            "not the population parameter (AdaSSP releases no residual variance).")
-    if raised:
-        note += f" {raised} eigenvalue(s) of X'X~ + lambda I were floored (post-processing)."
-    inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
-                                      note)}
-    notes = list(design_notes(design))
-    if out.ridge > 0:
-        notes.append(f"AdaSSP ridge lambda = {out.ridge:.4g} > 0: the estimate is shrunk "
-                     "towards 0 and the intervals do not include that bias.")
-    table = {
-        "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
-        "ridge (lambda)": out.ridge, "lambda_min (private)": out.lambda_min,
-        "failure_prob": settings.failure_prob,
-        "budget_split": "equal thirds: lambda_min, X'X, X'y",
-        "random_state": _seed_text(opts),
-    }
-    res = DPRegressionResults(
-        params=out.params, names=design.exog_names, endog_name=design.endog_name,
-        inferences=inferences, cov_type="plugin", nobs=n,
-        df_model=p - int(design.has_intercept), private=True,
-        family_label=model.objective.label(), engine="AdaSSP", settings=table,
-        n_dropped=design.n_dropped, formula=design.formula, ledger=ledger, cov_matrix=cov,
-        design_info=design.design_info, notes=tuple(notes))
-    if opts.diagnostics:
-        norms = np.sqrt(np.einsum("ij,ij->i", design.exog, design.exog))
-        res.diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
-    return res

@@ -1,0 +1,6 @@
+"""Private fits, one module per engine: plan, run the engine, inference, record.
+
+:mod:`dpreg.fits.common` holds what they share (the problem, its public settings, the
+ledger's calibration, random streams); :mod:`dpreg.fits.registry` is the one list of
+engines that :meth:`dpreg.DPRegression.fit` dispatches through.
+"""

@@ -1,0 +1,112 @@
+"""AdaSSP (``engine="adassp"``): plan, release the sufficient statistics, record.
+
+Linear regression by AdaSSP, Algorithm 2 of Wang (2018), "Revisiting differentially
+private linear regression: optimal and adaptive prediction & estimation in unbounded
+domain", in Gaussian form (see :mod:`dpreg.engines.adassp`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dpreg.design import design_notes
+from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
+from dpreg.exceptions import OptionError
+from dpreg.fits.common import Problem, calibrate_and_record, seed_text
+from dpreg.fits.dpgd import DPGD_DEFAULTS
+from dpreg.inference.base import Inference, NormalLaw
+from dpreg.results import DPRegressionResults
+
+__all__ = ["fit_adassp"]
+
+
+def _check_adassp_options(problem: Problem, opts) -> None:
+    if problem.objective.family.name != "linear":
+        raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
+                          f"the model's family is {problem.objective.family.name!r}")
+    if problem.objective.mallows:
+        raise OptionError("engine='adassp' does not support weights='mallows'")
+    unused = [k for k in ("steps", "clip", "lr", "batch_size", "n_batches", "upa_k",
+                          "start_params", "budget_split")
+              if getattr(opts, k) is not None]
+    unused += [k for k, v in DPGD_DEFAULTS.items() if getattr(opts, k) != v]
+    if unused:
+        raise OptionError(f"option(s) {unused} do not apply to engine='adassp' (a one-shot "
+                          "release of X'X and X'y with an equal split of the budget)")
+    if problem.design.endog_bounds is None:
+        raise OptionError(f"engine='adassp' needs public bounds on the outcome "
+                          f"{problem.design.endog_name!r} (|y| <= y_bound): declare "
+                          "bounds={column: (lower, upper)}")
+
+
+def fit_adassp(problem: Problem, opts, request, given=frozenset()) -> DPRegressionResults:
+    """Fit linear regression by AdaSSP (Wang 2018, Algorithm 2) in Gaussian form.
+
+    Parameters
+    ----------
+    problem : dpreg.fits.common.Problem
+        Linear family, no Mallows weights, with declared outcome bounds.
+    opts : dpreg.options.FitOptions
+        Validated options with ``engine="adassp"`` (``cov_type="plugin"``).
+    request : dpreg.privacy.PrivacyRequest
+        The total budget.
+    given : frozenset of str
+        The options the user gave (unused).
+
+    Returns
+    -------
+    DPRegressionResults
+
+    Notes
+    -----
+    Three Gaussian mechanisms, one ledger row each, with an equal share of mu^2 (or
+    rho): the smallest eigenvalue of ``X'X``, ``X'X`` and ``X'y`` (see
+    :mod:`dpreg.engines.adassp` for sensitivities). ``x_bound`` comes from the declared
+    bounds (or ``x_bound=``), ``y_bound = max(|lower|, |upper|)`` of the outcome's
+    declared bounds; rows and outcome are clipped to them. The ``"plugin"`` interval is
+    normal with the delta-method covariance of the privacy noise
+    (:func:`dpreg.engines.adassp.adassp_covariance`): it is for OLS on these data, not
+    for the population parameter (AdaSSP releases no residual variance), and ignores the
+    ridge bias when the ridge is positive.
+    """
+    _check_adassp_options(problem, opts)
+    design = problem.design
+    n, p = design.nobs, design.k_exog
+    pub = problem.public_settings(opts)
+    lo, hi = design.endog_bounds
+    settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
+    events, ledger = calibrate_and_record(
+        request, lambda s: adassp_events(settings, s), n,
+        f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
+    rng = np.random.default_rng(pub.seed)
+    out = adassp_estimate(design.exog, design.endog, settings, events, rng)
+    cov, raised = adassp_covariance(out, events)
+    note = ("Plug-in (AdaSSP): normal interval from the delta-method covariance of the "
+            "privacy noise in the released X'X and X'y; for OLS on these (clipped) data, "
+            "not the population parameter (AdaSSP releases no residual variance).")
+    if raised:
+        note += f" {raised} eigenvalue(s) of X'X~ + lambda I were floored (post-processing)."
+    inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
+                                      note)}
+    notes = list(design_notes(design))
+    if out.ridge > 0:
+        notes.append(f"AdaSSP ridge lambda = {out.ridge:.4g} > 0: the estimate is shrunk "
+                     "towards 0 and the intervals do not include that bias.")
+    table = {
+        "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
+        "ridge (lambda)": out.ridge, "lambda_min (private)": out.lambda_min,
+        "failure_prob": settings.failure_prob,
+        "budget_split": "equal thirds: lambda_min, X'X, X'y",
+        "random_state": seed_text(opts.random_state),
+    }
+    res = DPRegressionResults(
+        params=out.params, names=design.exog_names, endog_name=design.endog_name,
+        inferences=inferences, cov_type="plugin", nobs=n,
+        df_model=p - int(design.has_intercept), private=True,
+        family_label=problem.objective.label(), engine="AdaSSP", settings=table,
+        n_dropped=design.n_dropped, formula=design.formula, ledger=ledger, cov_matrix=cov,
+        design_info=design.design_info, notes=tuple(notes))
+    if opts.diagnostics:
+        norms = np.sqrt(np.einsum("ij,ij->i", design.exog, design.exog))
+        res.diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
+    return res

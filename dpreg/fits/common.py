@@ -1,0 +1,269 @@
+"""What every private fit shares: the problem, its public settings, the ledger.
+
+A fit (one module per engine in :mod:`dpreg.fits`) takes a :class:`Problem` (a checked
+design and its objective), validated options and a privacy request. It resolves the
+public settings (:meth:`Problem.public_settings`, from declared bounds and ``n``, ``p``
+only, each default with its reason), builds its Gaussian mechanisms, calibrates them and
+records them in a new ledger *before* touching the data (:func:`calibrate_and_record`),
+runs its engine, and builds the Results object from released quantities only.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dpreg.conditioning import Conditioning, identity_conditioning
+from dpreg.design import Design, design_notes
+from dpreg.engines import default_schedule
+from dpreg.exceptions import (
+    BudgetExceededError,
+    OptionError,
+    PrivacyLeakError,
+    PrivacyLeakWarning,
+    user_stacklevel,
+)
+from dpreg.families import Objective
+from dpreg.inference.plugin import floor_eigenvalues, second_moment_matrix
+from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.ledger import Ledger
+from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
+from dpreg.privacy.request import PrivacyRequest
+
+__all__ = ["Problem", "Public", "PRECONDITIONER", "MAX_NOISE_MULTIPLIER", "leak",
+           "calibrate_and_record", "report_delta", "spawn_rngs", "seed_text", "format_vector"]
+
+#: Ledger name of the private second-moment matrix behind DP-SGD's and DP-GD's
+#: preconditioner (``condition="private"``).
+PRECONDITIONER = "second moment G (preconditioner)"
+#: Beyond this noise multiplier a release is pure noise (and float64 variances overflow).
+MAX_NOISE_MULTIPLIER = 1e12
+
+
+@dataclass(frozen=True)
+class Public:
+    """Public constants of one fit, with the reasons for the defaults."""
+
+    x_bound: float | None
+    row_sq_bound: float
+    clip: float
+    lr: float
+    batch_size: int
+    steps: int
+    seed: Any
+    reasons: tuple[str, ...]
+
+
+def leak(message: str, strict: bool) -> None:
+    """Warn (:class:`~dpreg.exceptions.PrivacyLeakWarning`) about a non-private
+    quantity in the output, or raise :class:`~dpreg.exceptions.PrivacyLeakError` when
+    ``strict``."""
+    if strict:
+        raise PrivacyLeakError(message + " (strict=True)")
+    warnings.warn(message, PrivacyLeakWarning, stacklevel=user_stacklevel())
+
+
+@dataclass(frozen=True, eq=False)
+class Problem:
+    """What a fit solves: a checked design, its objective and the public conditioning
+    of its columns (:func:`dpreg.conditioning.default_conditioning`)."""
+
+    design: Design
+    objective: Objective
+    conditioning: Conditioning
+
+    @property
+    def exog_names(self) -> list[str]:
+        return list(self.design.exog_names)
+
+    def coordinates(self, condition: str) -> Conditioning:
+        """The coordinates the engine works in: ``condition="private"`` and ``"bounds"``
+        map the bounded numeric columns into ``[-1, 1]`` by their declared bounds;
+        ``"none"`` uses the design as given."""
+        if condition == "none":
+            return identity_conditioning(self.design.k_exog, self.design.row_norm_bound())
+        return self.conditioning
+
+    def check_privacy(self, strict: bool) -> None:
+        """Refuse data-derived constants in the design; warn about data-derived names."""
+        design = self.design
+        if design.stateful:
+            raise PrivacyLeakError(
+                f"the formula uses stateful transforms in {list(design.stateful)}: they "
+                "compute constants (means, scales, knots) from the private data without "
+                "paying for them. Transform with public constants instead, e.g. "
+                "I((x - 50) / 10)")
+        if design.undeclared_levels:
+            leak(f"the categories of {list(design.undeclared_levels)} were read from "
+                 "the data; they appear in the output's names. Declare them with "
+                 "levels={column: [...]} if they are public (a pandas "
+                 "Categorical's categories count only when declared there)", strict)
+
+    def public_settings(self, opts, cond: Conditioning | None = None,
+                        full_batch: bool = False) -> Public:
+        """Clip, step size, batch size and steps from public quantities, in the
+        coordinates ``cond`` the engine works in (the design as given if ``None``);
+        ``full_batch`` engines step on the mean over all rows."""
+        design = self.design
+        n, p = design.nobs, design.k_exog
+        reasons = list(design_notes(design, local=opts.engine == "ldp_sgd"))
+        obj = self.objective
+        row_bound = design.row_norm_bound() if cond is None else cond.norm_bound
+        x_bound = opts.x_bound or row_bound
+        if x_bound is None and not obj.mallows:
+            x_bound = math.sqrt(p)
+            leak(f"no bounds declared for {list(design.undeclared)}: the norm of a "
+                 f"design row is not known, so the private Hessian clips rows to "
+                 f"x_bound = sqrt(p) = {x_bound:.4g}. Declare bounds={{column: (lower, "
+                 f"upper)}} or x_bound=", opts.strict)
+        # Public bounds on w(x)||x|| (gradient gain) and w(x)||x||^2 (Hessian per row):
+        # with Mallows weights they are sqrt(2) and 2 whatever the covariates.
+        if obj.mallows:
+            gain = math.sqrt(2.0) if x_bound is None else min(math.sqrt(2.0), x_bound)
+            row_sq = 2.0 if x_bound is None else min(2.0, x_bound ** 2)
+        else:
+            gain, row_sq = x_bound, x_bound ** 2
+        clip = opts.clip
+        if clip is None and obj.psi_bound is not None:
+            clip = obj.psi_bound * gain
+            reasons.append(f"clip = {clip:.4g}: the family's score bound times the bound on "
+                           "w(x)||x||, so no gradient is ever clipped.")
+        elif clip is None and design.endog_bounds is not None:
+            lo, hi = design.endog_bounds
+            clip = gain * obj.hess_bound * (hi - lo) / 2
+            reasons.append(f"clip = {clip:.4g} from the declared bounds of "
+                           f"{design.endog_name!r}: a residual up to half its range is not "
+                           "clipped.")
+        elif clip is None:
+            clip = gain
+            leak(f"no bounds declared for the outcome {design.endog_name!r} and no "
+                 f"clip given: gradients are clipped at clip = {clip:.4g} (a unit "
+                 "residual). Declare bounds or clip=", opts.strict)
+        batch_size_given = getattr(opts, "batch_size", None)
+        if batch_size_given is not None and batch_size_given > n:
+            raise OptionError(f"batch_size = {batch_size_given} exceeds the number of rows "
+                              f"n = {n}")
+        batch_size, t_def = default_schedule(n, batch_size_given)
+        steps = getattr(opts, "steps", None) or t_def
+        if opts.lr is not None:
+            lr = opts.lr
+        elif cond is None or full_batch:  # one-row steps, or lambda_max(E z z') <= row_sq
+            lr = obj.family.lr_scale / (obj.hess_bound * row_sq)
+        else:
+            # The curvature of a mean gradient over m conditioned rows: the population
+            # part lambda_max(E w h z z') is about 1 on [-1, 1] covariates (at most
+            # row_sq), the sampling part at most row_sq / m (one row's curvature over m).
+            kappa = obj.hess_bound * (1.0 + row_sq / batch_size)
+            lr = obj.family.lr_scale / kappa
+            reasons.append(f"lr = {lr:.4g} = {obj.family.lr_scale:g} / kappa, kappa = "
+                           f"hess_bound * (1 + row_sq / m) = {kappa:.4g}: the curvature of a "
+                           "batch's mean gradient on the conditioned covariates.")
+        seed = opts.random_state  # int, SeedSequence, Generator or None: never stored
+        return Public(x_bound=None if x_bound is None else float(x_bound),
+                      row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),
+                      batch_size=int(batch_size), steps=int(steps), seed=seed,
+                      reasons=tuple(reasons))
+
+    def start(self, start_params) -> np.ndarray:
+        """The public starting point: ``start_params``, or zeros with the intercept at
+        the midpoint of the outcome's declared bounds for location families (the path
+        then starts near the data's level instead of travelling to it)."""
+        design = self.design
+        p = design.k_exog
+        if start_params is None:
+            theta0 = np.zeros(p)
+            lohi = design.endog_bounds
+            names = design.exog_names
+            if lohi is not None and self.objective.family.name != "logistic":
+                for j, name in enumerate(names):
+                    if name in ("Intercept", "const") and design.column_bounds \
+                            and tuple(design.column_bounds[j]) == (1.0, 1.0):
+                        theta0[j] = (lohi[0] + lohi[1]) / 2
+            return theta0
+        theta0 = np.asarray(start_params, dtype=float).ravel()
+        if theta0.shape != (p,) or not np.all(np.isfinite(theta0)):
+            raise OptionError(f"start_params must be {p} finite numbers (one per column "
+                              f"{self.exog_names}), got {start_params!r}")
+        return theta0
+
+    def preconditioner(self, Z, event, pub: Public, lr_given: float | None,
+                       rng: np.random.Generator):
+        """The private preconditioner ``P = G~^{-1}`` and the step size it allows.
+
+        ``G = n^{-1} sum_i w_i z~_i z~_i^T`` (rows clipped to the public norm bound) is
+        released by the Gaussian matrix mechanism (``event``, in the ledger), its
+        eigenvalues moved into ``[2 sqrt(p) sd, row_sq]`` (above the noise's operator
+        norm, at most one row's contribution), and inverted. Preconditioning the
+        privatized gradient is post-processing; with ``P A ~ hess_bound I`` the step is
+        ``lr = lr_scale / (hess_bound (1 + p / m))``: the batch's mean curvature plus
+        the spread of ``z' P z`` (mean ``p``) over ``m`` rows. Returns ``(P, lr, reason)``.
+        """
+        p = Z.shape[1]
+        G_hat = second_moment_matrix(Z, self.objective.weights, pub.x_bound)
+        G_noisy, _ = gaussian_matrix_mechanism(G_hat, event, rng)
+        floor = min(2.0 * math.sqrt(p) * event.noise_std, pub.row_sq_bound)
+        G, moved = floor_eigenvalues(G_noisy, floor, pub.row_sq_bound)
+        P = np.linalg.inv(G)
+        P = (P + P.T) / 2
+        obj = self.objective
+        if lr_given is not None:
+            lr = lr_given
+            why = f"lr = {lr:g} given; the gradient is preconditioned by P = G^-1."
+        else:
+            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.batch_size))
+            why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / m)): "
+                   "the gradient is preconditioned by P = G^-1, G a private second-moment "
+                   f"matrix of the conditioned rows ({moved} eigenvalue(s) floored).")
+        return P, lr, why
+
+
+def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str):
+    """Calibrate ``build``'s events to ``request`` and record them in a new ledger,
+    before any data is touched; refuse budgets too small to calibrate or to carry any
+    information (noise multiplier above :data:`MAX_NOISE_MULTIPLIER`).
+
+    Returns ``(events, ledger)``; ``what`` describes the fit in error messages.
+    """
+    try:
+        events = calibrate_to_budget(request, build)
+        ledger = Ledger(request, delta=request.delta or report_delta(n))
+        for event in events:
+            ledger.record(event)
+    except BudgetExceededError as err:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to calibrate the noise for "
+            f"{what}: increase it ({err})") from None
+    useless = [e.name for e in events if not e.noise_multiplier <= MAX_NOISE_MULTIPLIER]
+    if useless:
+        raise BudgetExceededError(
+            f"the budget {request.describe()} is too small to run: it needs noise "
+            f"multipliers above {MAX_NOISE_MULTIPLIER:g} for {useless}, so the release "
+            "would carry no information about the data; increase it")
+    return events, ledger
+
+
+def report_delta(n: int) -> float:
+    """delta at which (eps, delta) is reported for mu or rho requests: min(1e-5, n^-1.1)."""
+    return min(1e-5, n ** -1.1)
+
+
+def spawn_rngs(seed, k: int) -> list[np.random.Generator]:
+    """``k`` independent generators from ``seed`` (``None``: fresh OS entropy). Children
+    of a spawn are keyed by their index, so adding a stream at the end leaves the first
+    ones unchanged."""
+    return np.random.default_rng(seed).spawn(k)
+
+
+def seed_text(random_state) -> str:
+    """The settings row of ``random_state``: a given seed is kept secret."""
+    return ("given (kept secret)" if random_state is not None
+            else "fresh OS entropy (not stored)")
+
+
+def format_vector(names, values) -> str:
+    """``"name value, ..."`` with four significant digits."""
+    return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values, strict=True))

@@ -1,0 +1,220 @@
+"""DP-SGD (``engine="dpsgd"``): plan, run the engine, inference, record.
+
+Central DP-SGD with randomized subsampling and inference from its averaged path
+(the dpsgd-inference paper): the plug-in covariance with private Hessian and score
+matrices, and random scaling (with its finite-sample correction when the plug-in
+matrices are released); ``cov_type`` picks the one behind ``bse``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from dpreg.conditioning import Conditioning
+from dpreg.engines import SGDSettings, run_dpsgd
+from dpreg.fits.common import (
+    PRECONDITIONER,
+    Problem,
+    Public,
+    calibrate_and_record,
+    seed_text,
+    spawn_rngs,
+)
+from dpreg.inference.diagnostics import (
+    CURVATURE_BIAS_LIMIT,
+    attach_report,
+    curvature_bias,
+    path_report,
+)
+from dpreg.inference.plugin import (
+    floor_eigenvalues,
+    hessian_matrix,
+    path_variance,
+    plugin_inference,
+    score_matrix,
+)
+from dpreg.inference.random_scaling import rs_inference
+from dpreg.privacy.disclosure import adjacency_notes, sampling_adjacency
+from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.gdp import calibrate_dpsgd
+from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
+from dpreg.privacy.request import PrivacyRequest
+from dpreg.results import DPRegressionResults
+
+__all__ = ["fit_dpsgd", "PATH", "HESSIAN", "SCORE"]
+
+PATH, HESSIAN, SCORE = "DP-SGD path", "Hessian A", "score covariance S"
+
+
+def fit_dpsgd(problem: Problem, opts, request: PrivacyRequest,
+              given=frozenset()) -> DPRegressionResults:
+    """Fit by DP-SGD with plug-in and random-scaling inference.
+
+    Parameters
+    ----------
+    problem : Problem
+        The design and objective.
+    opts : FitOptions
+        Validated options with ``engine="dpsgd"``.
+    request : PrivacyRequest
+        The total budget.
+    given : frozenset of str
+        The options the user gave (a default ``cov_type`` may switch to random scaling
+        when the plug-in is decided by the private Hessian's eigenvalue floor).
+
+    Returns
+    -------
+    DPRegressionResults
+        See :meth:`dpreg.DPRegression.fit`.
+    """
+    design = problem.design
+    n, p = design.nobs, design.k_exog
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond)
+    split = opts.split()
+    adjacency = sampling_adjacency(opts.sampling)
+    factor = 2.0 if adjacency == "replace-one" else 1.0
+    sens = {PATH: factor * pub.clip,
+            PRECONDITIONER: factor * pub.row_sq_bound / n,
+            HESSIAN: factor * problem.objective.hess_bound * pub.row_sq_bound / n,
+            SCORE: factor * pub.clip ** 2 / n}
+    keys = {PATH: "path", PRECONDITIONER: "precondition", HESSIAN: "hessian",
+            SCORE: "score"}
+
+    def build(mu_scale: float) -> list[GaussianMechanismEvent]:
+        events = []
+        s = calibrate_dpsgd(mu_scale * math.sqrt(split["path"]), n, pub.batch_size,
+                            pub.steps, sampling=opts.sampling)
+        if "precondition" in split:
+            mu_g = mu_scale * math.sqrt(split["precondition"])
+            events.append(GaussianMechanismEvent(
+                name=PRECONDITIONER, sensitivity=sens[PRECONDITIONER],
+                noise_std=sens[PRECONDITIONER] / mu_g, adjacency=adjacency))
+        events.append(GaussianMechanismEvent(
+            name=PATH, sensitivity=sens[PATH], noise_std=s * sens[PATH],
+            adjacency=adjacency, sampling=opts.sampling, sample_size=pub.batch_size,
+            population=n, count=pub.steps))
+        for name in (HESSIAN, SCORE):
+            if keys[name] in split:
+                mu_i = mu_scale * math.sqrt(split[keys[name]])
+                events.append(GaussianMechanismEvent(
+                    name=name, sensitivity=sens[name], noise_std=sens[name] / mu_i,
+                    adjacency=adjacency))
+        return events
+
+    events, ledger = calibrate_and_record(
+        request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}")
+    by_name = {e.name: e for e in events}
+    path = by_name[PATH]
+    rng_path, rng_matrix = spawn_rngs(pub.seed, 2)  # None: OS entropy
+    Z, y = cond.design(design.exog), design.endog
+    precond = None
+    if PRECONDITIONER in by_name:
+        precond, lr, why = problem.preconditioner(Z, by_name[PRECONDITIONER], pub, opts.lr,
+                                                   rng_matrix)
+        # the preconditioned step replaces the un-preconditioned default's reason
+        kept = tuple(r for r in pub.reasons if not r.startswith("lr = "))
+        pub = dataclasses.replace(pub, lr=lr, reasons=kept + (why,))
+    settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,
+                           steps=pub.steps, clip=pub.clip, lr=pub.lr,
+                           lr_decay=float(opts.lr_decay),
+                           noise_scale=path.noise_std / pub.batch_size,
+                           noise_multiplier=path.noise_multiplier, precond=precond)
+    theta0 = cond.to_engine(problem.start(opts.start_params))
+    out = run_dpsgd(Z, y, objective=problem.objective, settings=settings,
+                    theta0=theta0, rng=rng_path, progress=opts.progress)
+    inferences, cov, extras = _inference(problem, out, Z, settings, by_name, pub,
+                                          rng_matrix, cond)
+    report = path_report(design.exog_names, inferences, cond.params(out.params),
+                         out.trajectory_steps, cond.params(out.trajectory_avg),
+                         settings.steps, extras)
+    if report is not None and precond is not None \
+            and problem.objective.family.name == "logistic":
+        bias = curvature_bias(cond.params(out.params), out.trajectory_iter, out.params,
+                              np.linalg.inv(precond), inferences["plugin"].scale)
+        names = list(design.exog_names)
+        report = dataclasses.replace(
+            report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
+            curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
+                                   if b > CURVATURE_BIAS_LIMIT))
+    notes: tuple[str, ...] = adjacency_notes(ledger)
+    cov_type = opts.cov_type
+    if "cov_type" not in given and report is not None and report.floor_decided \
+            and not report.unconverged:
+        cov_type = "rs"
+        notes += ("Inference: random scaling, not the plug-in (the default): the plug-in "
+                  "standard errors were set by the private Hessian's eigenvalue floor, "
+                  "while random scaling needs no Hessian.",)
+    if request.unit == "rho":
+        notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
+                  "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "
+                  "mu or (epsilon, delta) request of similar strength).",)
+    table = {
+        "engine": "dpsgd", "sampling": opts.sampling, "batch_size": pub.batch_size,
+        "steps": pub.steps, "epochs": settings.epochs(n), "clip": pub.clip,
+        "lr": pub.lr, "lr_decay": settings.lr_decay,
+        "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
+        "conditioning": cond.description + ("; preconditioned by a private second-moment "
+                                             "matrix" if precond is not None else ""),
+        "noise_multiplier": settings.noise_multiplier, "sigma_1": settings.noise_scale,
+        "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
+        "random_state": seed_text(opts.random_state),
+    }
+    res = DPRegressionResults(
+        params=cond.params(out.params), names=design.exog_names,
+        endog_name=design.endog_name,
+        inferences=inferences, cov_type=cov_type, nobs=n,
+        df_model=p - int(design.has_intercept), private=True,
+        family_label=problem.objective.label(),
+        engine="DP-SGD", settings=table, n_dropped=design.n_dropped,
+        formula=design.formula, ledger=ledger, cov_matrix=cov,
+        design_info=design.design_info,
+        trajectory={"steps": out.trajectory_steps,
+                    "average": cond.params(out.trajectory_avg),
+                    "iterate": cond.params(out.trajectory_iter)},
+        notes=pub.reasons + notes)
+    if opts.diagnostics:
+        res.diagnostics = {"clip_count": out.clip_count,
+                           "clip_share": out.clip_count / out.grad_evals}
+    return attach_report(res, report, "DP-SGD")
+
+
+def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
+               events: dict, pub: Public, rng: np.random.Generator, cond: Conditioning):
+    """Plug-in and random-scaling inference. The private matrices are computed and
+    floored in the engine's coordinates (``Z``, where the public bounds hold), then
+    ``V``, ``W`` and ``Q`` are mapped to the user's coordinates exactly."""
+    n = problem.design.nobs
+    m = float(settings.batch_size)
+    epochs = settings.epochs(n)
+    Q = cond.covariance(out.rs_q)
+    if HESSIAN not in events:
+        return {"rs": rs_inference(Q, epochs)}, None, {}
+    y = problem.design.endog
+    A_hat = hessian_matrix(Z, y, out.params, problem.objective, pub.x_bound, pub.clip)
+    S_hat = score_matrix(Z, y, out.params, problem.objective, pub.clip)
+    A_noisy, _ = gaussian_matrix_mechanism(A_hat, events[HESSIAN], rng)
+    S_noisy, _ = gaussian_matrix_mechanism(S_hat, events[SCORE], rng)
+    # Eigenvalues into their public ranges: A in [one noise sd, hess_bound * row_sq]
+    # (invertible, and never above what one row can contribute), S in [0, clip^2].
+    a_cap = problem.objective.hess_bound * pub.row_sq_bound
+    a_floor = min(events[HESSIAN].noise_std, a_cap)
+    A, raised_a = floor_eigenvalues(A_noisy, a_floor, a_cap)
+    S, raised_s = floor_eigenvalues(S_noisy, 0.0, pub.clip ** 2)
+    V, W = path_variance(A, S, settings.noise_scale, m)
+    V, W = cond.covariance(V), cond.covariance(W)
+    # the same plug-in with the floor doubled: does the floor decide the answer?
+    A2, _ = floor_eigenvalues(A_noisy, min(2 * a_floor, a_cap), a_cap)
+    V2, W2 = (cond.covariance(M) for M in path_variance(A2, S, settings.noise_scale, m))
+    floor_se = np.sqrt(np.diag(V2 / n + W2 / settings.steps))
+    note = ""
+    if raised_a or raised_s:
+        note = (f"Plug-in: {raised_a} eigenvalue(s) of the private Hessian and {raised_s} "
+                "of the private score covariance were moved into their public ranges "
+                "(projection; post-processing).")
+    plugin, cov = plugin_inference(V, W, n, settings.steps, note)
+    rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)
+    return {"plugin": plugin, "rs": rs}, cov, {"W": W, "floor_se": floor_se}
