@@ -8,7 +8,7 @@ privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
 
 from dpreg import datasets, privacy
-from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
+from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols, oracle
 from dpreg.exceptions import (
                               BudgetExceededError,
                               ConvergenceError,
@@ -24,7 +24,6 @@ from dpreg.exceptions import (
 )
 from dpreg.io import load, load_pickle
 from dpreg.model import DPRegression
-from dpreg.oracle import oracle
 from dpreg.results import DPRegressionResults, summary_col
 from dpreg.stream import LDPStream
 

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from dpreg.exceptions import OptionError
+from dpreg.model import DPRegression
 from dpreg.options import MODEL_OPTIONS, check_known
 from dpreg.results import DPRegressionResults
 
-__all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit"]
+__all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit", "oracle"]
 
 
 def _fit(formula, data, family, options, eval_env=1) -> DPRegressionResults:
-    from dpreg.model import DPRegression
-
     check_known(options)
     if "family" in options:
         raise OptionError("family is fixed by the function; use DPRegression.from_formula "
@@ -128,3 +129,54 @@ def dp_logit(formula: str, data, **options) -> DPRegressionResults:
     DPRegressionResults
     """
     return _fit(formula, data, "logistic", dict(options))
+
+
+def oracle(formula: str, data, *, family: str = "linear", c: float | None = None,
+           tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
+           bounds: Mapping[str, Any] | None = None, levels: Mapping[str, Any] | None = None,
+           eval_env: int = 0) -> DPRegressionResults:
+    """Non-private fit of ``formula`` on ``data`` (a benchmark, NOT private).
+
+    Parameters
+    ----------
+    formula : str
+        Patsy formula (as for :meth:`dpreg.DPRegression.from_formula`).
+    data : pandas.DataFrame
+        The data (NOT protected: the oracle reads them directly).
+    family : {"linear", "huber", "logistic", "expectile"}
+        As for :class:`dpreg.DPRegression`.
+    c : float, optional
+        As for :class:`dpreg.DPRegression`.
+    tau : float
+        As for :class:`dpreg.DPRegression`.
+    weights : {"mallows", None}, optional
+        As for :class:`dpreg.DPRegression`.
+    missing : {"drop", "raise"}
+        As for :class:`dpreg.DPRegression`.
+    bounds : dict, optional
+        As for :class:`dpreg.DPRegression`. ``bounds`` clip the outcome as in the
+        private fit, so that the oracle minimizes the same loss.
+    levels : dict, optional
+        As for :meth:`dpreg.DPRegression.from_formula`.
+    eval_env : int
+        As for :meth:`dpreg.DPRegression.from_formula`.
+
+    Returns
+    -------
+    DPRegressionResults
+        With ``private=False``. Linear without weights: statsmodels OLS (t reference law
+        with ``n - p`` degrees of freedom). Logistic without weights: statsmodels Logit.
+        Otherwise the weighted M-estimator with sandwich standard errors (normal law).
+
+    Examples
+    --------
+    >>> import dpreg
+    >>> sim = dpreg.datasets.simulate_linear(200, random_state=0)
+    >>> res = dpreg.oracle(sim.formula, sim.data)
+    >>> res.private
+    False
+    """
+    model = DPRegression.from_formula(formula, data, family=family, c=c, tau=tau,
+                                      weights=weights, missing=missing, bounds=bounds,
+                                      levels=levels, eval_env=eval_env + 1)
+    return model.fit_oracle()

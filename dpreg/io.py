@@ -8,21 +8,14 @@ on new data frames: the design is rebuilt from the formula and the stored catego
 
 from __future__ import annotations
 
-import os
-import pickle
-
-from dpreg.exceptions import DataError
+from dpreg.results.results import DPRegressionResults
 
 __all__ = ["save", "load", "load_pickle"]
 
 
 def save(results, fname) -> None:
     """Pickle ``results`` to ``fname`` (a path or a writable binary file object)."""
-    if hasattr(fname, "write"):
-        pickle.dump(results, fname, protocol=pickle.HIGHEST_PROTOCOL)
-        return
-    with open(os.fspath(fname), "wb") as fh:
-        pickle.dump(results, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    DPRegressionResults.save(results, fname)
 
 
 def load(fname):
@@ -40,16 +33,7 @@ def load(fname):
     -----
     Loading runs pickle: load only files you trust, as with statsmodels' ``load_pickle``.
     """
-    from dpreg.results import DPRegressionResults
-
-    if hasattr(fname, "read"):
-        obj = pickle.load(fname)
-    else:
-        with open(os.fspath(fname), "rb") as fh:
-            obj = pickle.load(fh)
-    if not isinstance(obj, DPRegressionResults):
-        raise DataError(f"{fname!r} holds a {type(obj).__name__}, not a dpreg result")
-    return obj
+    return DPRegressionResults.load(fname)
 
 
 # statsmodels' spelling (statsmodels.iolib.smpickle.load_pickle): the same function.

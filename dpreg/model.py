@@ -12,12 +12,13 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpreg.conditioning import Conditioning, default_conditioning
-from dpreg.design import Design, design_from_arrays
+from dpreg.design import Design, check_identified, design_from_arrays
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak
 from dpreg.fits.registry import ENGINES
 from dpreg.formula import build_design
 from dpreg.options import FitOptions, check_known
+from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
@@ -262,8 +263,5 @@ class DPRegression:
 
     def fit_oracle(self) -> DPRegressionResults:
         """The non-private fit of the same model (see :func:`dpreg.oracle`)."""
-        from dpreg.design import check_identified
-        from dpreg.oracle import fit_oracle
-
         check_identified(self.design)  # private fits never refuse on the data's rank
         return fit_oracle(self.design, self.objective)

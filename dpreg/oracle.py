@@ -1,4 +1,7 @@
-"""Non-private fits of the same model and loss, clearly labelled, for comparison tables.
+"""Non-private M-estimation of the same model and loss, clearly labelled, for comparison.
+
+:func:`fit_oracle` fits a design and objective (the front end :func:`dpreg.oracle`
+builds them from a formula).
 
 The oracle reads the raw data without any privacy protection. It is never stored in a
 private Results object; it is always a separate :class:`~dpreg.results.DPRegressionResults`
@@ -11,7 +14,6 @@ sandwich covariance.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Mapping
 
 import numpy as np
 import statsmodels.api as sm
@@ -23,60 +25,7 @@ from dpreg.families import Objective, dispatch
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.results import DPRegressionResults
 
-__all__ = ["oracle", "fit_oracle", "m_estimate"]
-
-
-def oracle(formula: str, data, *, family: str = "linear", c: float | None = None,
-           tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
-           bounds: Mapping[str, Any] | None = None, levels: Mapping[str, Any] | None = None,
-           eval_env: int = 0) -> DPRegressionResults:
-    """Non-private fit of ``formula`` on ``data`` (a benchmark, NOT private).
-
-    Parameters
-    ----------
-    formula : str
-        Patsy formula (as for :meth:`dpreg.DPRegression.from_formula`).
-    data : pandas.DataFrame
-        The data (NOT protected: the oracle reads them directly).
-    family : {"linear", "huber", "logistic", "expectile"}
-        As for :class:`dpreg.DPRegression`.
-    c : float, optional
-        As for :class:`dpreg.DPRegression`.
-    tau : float
-        As for :class:`dpreg.DPRegression`.
-    weights : {"mallows", None}, optional
-        As for :class:`dpreg.DPRegression`.
-    missing : {"drop", "raise"}
-        As for :class:`dpreg.DPRegression`.
-    bounds : dict, optional
-        As for :class:`dpreg.DPRegression`. ``bounds`` clip the outcome as in the
-        private fit, so that the oracle minimizes the same loss.
-    levels : dict, optional
-        As for :meth:`dpreg.DPRegression.from_formula`.
-    eval_env : int
-        As for :meth:`dpreg.DPRegression.from_formula`.
-
-    Returns
-    -------
-    DPRegressionResults
-        With ``private=False``. Linear without weights: statsmodels OLS (t reference law
-        with ``n - p`` degrees of freedom). Logistic without weights: statsmodels Logit.
-        Otherwise the weighted M-estimator with sandwich standard errors (normal law).
-
-    Examples
-    --------
-    >>> import dpreg
-    >>> sim = dpreg.datasets.simulate_linear(200, random_state=0)
-    >>> res = dpreg.oracle(sim.formula, sim.data)
-    >>> res.private
-    False
-    """
-    from dpreg.model import DPRegression
-
-    model = DPRegression.from_formula(formula, data, family=family, c=c, tau=tau,
-                                      weights=weights, missing=missing, bounds=bounds,
-                                      levels=levels, eval_env=eval_env + 1)
-    return model.fit_oracle()
+__all__ = ["fit_oracle", "m_estimate"]
 
 
 def m_estimate(X: np.ndarray, y: np.ndarray, objective: Objective,

@@ -9,6 +9,8 @@ object, labelled non-private.
 
 from __future__ import annotations
 
+import os
+import pickle
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -493,9 +495,11 @@ class DPRegressionResults:
         remove_data : bool
             Accepted for statsmodels compatibility (there is no data to remove).
         """
-        from dpreg.io import save
-
-        save(self, fname)
+        if hasattr(fname, "write"):
+            pickle.dump(self, fname, protocol=pickle.HIGHEST_PROTOCOL)
+            return
+        with open(os.fspath(fname), "wb") as fh:
+            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def load(cls, fname) -> "DPRegressionResults":
@@ -510,10 +514,20 @@ class DPRegressionResults:
         -------
         DPRegressionResults
             The saved result (see :func:`dpreg.load`).
-        """
-        from dpreg.io import load
 
-        return load(fname)
+        Notes
+        -----
+        Loading runs pickle: load only files you trust, as with statsmodels'
+        ``load_pickle``.
+        """
+        if hasattr(fname, "read"):
+            obj = pickle.load(fname)
+        else:
+            with open(os.fspath(fname), "rb") as fh:
+                obj = pickle.load(fh)
+        if not isinstance(obj, DPRegressionResults):
+            raise DataError(f"{fname!r} holds a {type(obj).__name__}, not a dpreg result")
+        return obj
 
     def plot_trajectory(self, *, alpha: float = 0.05, methods=None, start: float = 0.005,
                         truth=None, path=None, show: bool = False):

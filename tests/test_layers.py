@@ -1,0 +1,185 @@
+"""The import graph of dpreg: no cycle, and no import from a higher layer into a lower one.
+
+Every module of the package is parsed with ``ast`` (nothing is imported), and every
+``import dpreg...`` / ``from dpreg... import ...`` statement counts, at module level or
+inside a function. ``from package import name`` is an edge to ``package.name`` when that
+is a module, else to ``package``. A package's implicit import of its parents is not an
+edge (``dpreg.fits.dpsgd`` does not depend on ``dpreg/__init__.py`` by being in it), nor is
+an import under ``if TYPE_CHECKING:`` (for annotations only).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "dpreg"
+
+#: Lowest first. A module may import modules of its own layer or of lower layers only. A
+#: name stands for the module and everything below it (``dpreg.fits`` is ``fits/*``).
+LAYERS: list[tuple[str, ...]] = [
+    # validators and exception classes: import nothing of dpreg but each other
+    ("dpreg._checks", "dpreg.exceptions"),
+    # privacy accounting and mechanisms; families and their numba numerics; tables of
+    # text; data sets: arithmetic on arrays and numbers
+    ("dpreg.privacy", "dpreg.families", "dpreg.tables", "dpreg.datasets"),
+    # statistics of released quantities (pivots, plug-in matrices, iterates) and the
+    # design: formulas, declared bounds, the public conditioning, interval parsing
+    ("dpreg.inference", "dpreg.design", "dpreg.formula", "dpreg.conditioning",
+     "dpreg.intervals"),
+    # pure drivers and numba kernels: arrays in, an output dataclass out
+    ("dpreg.engines",),
+    # the Results object and what it offers (tests, predictions, margins, saving, plots)
+    ("dpreg.results", "dpreg.hypothesis", "dpreg.prediction", "dpreg.margins", "dpreg.io",
+     "dpreg.plotting"),
+    # fit options; the non-private M-estimation
+    ("dpreg.options", "dpreg.oracle"),
+    # one private fit per engine, their shared plan, and the registry of engines
+    ("dpreg.fits",),
+    # the model: design and objective, fit() through the registry
+    ("dpreg.model",),
+    # front ends: formulas in, results out; the stream under local DP
+    ("dpreg.api", "dpreg.stream"),
+    # the package's namespace, and what uses the whole of it: studies, audits, the CLI
+    ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.star_table1", "dpreg.__main__"),
+]
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node of ``tree`` except those under ``if TYPE_CHECKING:`` (annotations only:
+    never imported at run time)."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            todo.extend(node.orelse)
+            continue
+        todo.extend(ast.iter_child_nodes(node))
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The dpreg modules that ``name`` imports anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import
+                parts = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(parts + ([base] if base else []))
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                found.add(sub if sub in modules else base)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_graph(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: modules it imports}`` over the dpreg modules under ``package``."""
+    modules = _modules() if package == PACKAGE else None
+    assert modules is not None
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def layer_of(module: str) -> int:
+    """Index in :data:`LAYERS` of the longest name that is ``module`` or its parent."""
+    best, level = "", None
+    for i, names in enumerate(LAYERS):
+        for prefix in names:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > len(best):
+                best, level = prefix, i
+    if level is None:
+        raise AssertionError(f"{module} is in no layer: add it to LAYERS in {__file__}")
+    return level
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One cycle of ``graph`` as a list of modules (first == last), or None."""
+    white, grey, black = 0, 1, 2
+    colour = dict.fromkeys(graph, white)
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        colour[node] = grey
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if colour[nxt] == grey:
+                return stack[stack.index(nxt):] + [nxt]
+            if colour[nxt] == white:
+                cycle = visit(nxt)
+                if cycle:
+                    return cycle
+        stack.pop()
+        colour[node] = black
+        return None
+
+    for start in sorted(graph):
+        if colour[start] == white:
+            cycle = visit(start)
+            if cycle:
+                return cycle
+    return None
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import from a lower layer into a higher one, as ``"a (i) -> b (j)"``."""
+    return [f"{a} (layer {layer_of(a)}) -> {b} (layer {layer_of(b)})"
+            for a in sorted(graph) for b in sorted(graph[a]) if layer_of(b) > layer_of(a)]
+
+
+GRAPH = import_graph()
+
+
+def test_every_module_is_in_a_layer():
+    for module in GRAPH:
+        layer_of(module)
+
+
+def test_no_import_cycle():
+    assert find_cycle(GRAPH) is None, " -> ".join(find_cycle(GRAPH))
+
+
+def test_networkx_agrees_that_there_is_no_cycle():
+    nx = pytest.importorskip("networkx")
+    g = nx.DiGraph([(a, b) for a, bs in GRAPH.items() for b in bs])
+    assert nx.is_directed_acyclic_graph(g), nx.find_cycle(g)
+
+
+def test_no_import_from_a_higher_layer():
+    assert upward_imports(GRAPH) == []
+
+
+def test_the_checks_can_fail():
+    """A planted upward import and a planted cycle are both found."""
+    planted = {k: set(v) for k, v in GRAPH.items()}
+    planted["dpreg.engines.dpsgd"].add("dpreg.fits.dpsgd")
+    assert "dpreg.engines.dpsgd (layer 3) -> dpreg.fits.dpsgd (layer 6)" \
+        in upward_imports(planted)
+    cycle = find_cycle(planted)
+    assert cycle is not None and cycle[0] == cycle[-1]
+    assert {"dpreg.engines.dpsgd", "dpreg.fits.dpsgd"} <= set(cycle)
+
+
+def test_the_parser_sees_function_level_and_relative_imports(tmp_path):
+    source = ("def f():\n    from dpreg.model import DPRegression\n"
+              "from . import common\nimport dpreg.fits.registry\n"
+              "if TYPE_CHECKING:\n    from dpreg.stream import LDPStream\n")
+    path = tmp_path / "dpsgd.py"
+    path.write_text(source)
+    modules = _modules()
+    assert _imports("dpreg.fits.dpsgd", path, modules) == {
+        "dpreg.model", "dpreg.fits.common", "dpreg.fits.registry"}
