@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from dpreg.exceptions import OptionError
+from dpreg.fits.registry import check_known
 from dpreg.model import DPRegression
-from dpreg.options import MODEL_OPTIONS, check_known
+from dpreg.options import MODEL_OPTIONS
 from dpreg.results import DPRegressionResults
 
 __all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit", "oracle"]

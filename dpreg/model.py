@@ -15,9 +15,8 @@ from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import Design, check_identified, design_from_arrays
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak
-from dpreg.fits.registry import ENGINES
+from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.formula import build_design
-from dpreg.options import FitOptions, check_known
 from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.request import PrivacyRequest
@@ -242,8 +241,7 @@ class DPRegression:
         Full-batch DP-GD and one-row LDP-SGD use ``lr_scale / (hess_bound *
         x_bound^2)`` on the design as given.
         """
-        check_known(options)
-        opts = FitOptions(**options)
+        opts = fit_options(**options)
         warn_fixed_seed(opts.random_state)
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
@@ -254,7 +252,7 @@ class DPRegression:
                  "non-private statistic of the data", opts.strict)
         return ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
 
-    def engine_coordinates(self, opts: FitOptions) -> Conditioning:
+    def engine_coordinates(self, opts) -> Conditioning:
         """The coordinates the engine works in: ``condition="private"`` (default) and
         ``"bounds"`` map the bounded numeric columns into ``[-1, 1]`` by their declared
         bounds (:mod:`dpreg.conditioning`; ``"private"`` adds DP-SGD's preconditioner);

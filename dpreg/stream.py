@@ -9,6 +9,7 @@ any point and the stream goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any, Iterable, Mapping
 
@@ -18,10 +19,10 @@ from tqdm.auto import tqdm
 from dpreg.design import check_bounds, check_missing
 from dpreg.exceptions import DataError, FormulaError, OptionError
 from dpreg.families import family_constants, get_family
-from dpreg.fits.ldp_sgd import LDPRun
+from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
+from dpreg.fits.registry import check_known, fit_options
 from dpreg.formula import build_chunk, build_design, capture_env, column_kinds
 from dpreg.model import DPRegression
-from dpreg.options import FitOptions, check_known
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import PrivacyRequest
@@ -29,9 +30,10 @@ from dpreg.results import DPRegressionResults
 
 __all__ = ["LDPStream"]
 
-_STREAM_OPTIONS = ("mu", "epsilon", "delta", "rho", "cov_type", "clip", "lr", "lr_decay",
-                   "x_bound", "budget_split", "n_batches", "random_state", "strict",
-                   "start_params", "condition")
+#: A stream's options: those of LDP-SGD but the engine, a progress bar over rows (see
+#: ``consume(progress=)``) and the diagnostics (nothing unprivatized exists).
+_STREAM_OPTIONS = tuple(f.name for f in dataclasses.fields(LDPOptions)
+                        if f.name not in ("engine", "progress", "diagnostics"))
 
 
 class LDPStream:
@@ -100,7 +102,7 @@ class LDPStream:
                               f"{list(_STREAM_OPTIONS)}")
         if not isinstance(formula, str) or "~" not in formula:
             raise FormulaError(f"formula must be a string 'outcome ~ terms', got {formula!r}")
-        self._opts = FitOptions(engine="ldp_sgd", **options)
+        self._opts = fit_options(engine="ldp_sgd", **options)
         warn_fixed_seed(self._opts.random_state)
         self._request = PrivacyRequest.from_options(
             mu=self._opts.mu, epsilon=self._opts.epsilon, delta=self._opts.delta,

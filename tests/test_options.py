@@ -1,5 +1,7 @@
-"""Fit options on their own (dpreg.options): defaults per engine, the budget split each
-engine gets, and the error each bad value raises (it must name the option)."""
+"""Fit options on their own (dpreg.options and each engine's record in dpreg.fits, built by
+dpreg.fits.registry.fit_options): defaults per engine, the budget split each engine gets,
+the error each bad value raises (it must name the option), and options that do not
+apply to an engine."""
 
 import math
 
@@ -7,15 +9,13 @@ import numpy as np
 import pytest
 
 from dpreg.exceptions import OptionError
-from dpreg.options import (
-    DEFAULT_BUDGET_SPLIT,
-    ENGINE_COV_TYPES,
-    LDP_PLUGIN_SPLIT,
-    PRECONDITIONED_SPLIT,
-    FitOptions,
-    check_known,
-    checked_split,
-)
+from dpreg.fits.dpsgd import PRECONDITIONED_SPLIT
+from dpreg.fits.ldp_sgd import LDP_PLUGIN_SPLIT
+from dpreg.fits.registry import ENGINES, check_known, fit_options
+from dpreg.options import DEFAULT_BUDGET_SPLIT, checked_split
+
+ENGINE_COV_TYPES = {name: engine.cov_types for name, engine in ENGINES.items()}
+FitOptions = fit_options
 
 
 # -- defaults ------------------------------------------------------------------------
@@ -26,9 +26,34 @@ from dpreg.options import (
 def test_engine_defaults(engine, cov_type, lr_decay):
     opts = FitOptions(engine=engine)
     assert opts.cov_type == cov_type == ENGINE_COV_TYPES[engine][0]
-    assert opts.lr_decay == lr_decay
-    assert (opts.sampling, opts.condition, opts.n_estimates, opts.burn_in) == (
-        "uniform", "private", 10, 20)
+    assert getattr(opts, "lr_decay", None) == lr_decay
+    assert opts.condition == "private"
+    assert getattr(opts, "sampling", "uniform") == "uniform"
+    if engine == "dpgd":
+        assert (opts.n_estimates, opts.burn_in, opts.aggregate, opts.runs) == (
+            10, 20, "mean", 1)
+
+
+@pytest.mark.parametrize("engine, option, value", [
+    ("dpgd", "batch_size", 10), ("dpgd", "sampling", "poisson"), ("dpgd", "n_batches", 5),
+    ("dpgd", "lr_decay", 0.6), ("ldp_sgd", "steps", 100), ("ldp_sgd", "batch_size", 10),
+    ("ldp_sgd", "sampling", "poisson"), ("ldp_sgd", "n_estimates", 5),
+    ("adassp", "steps", 100), ("adassp", "clip", 1.0), ("adassp", "runs", 2),
+    ("adassp", "aggregate", "ema"), ("adassp", "budget_split", {"path": 1.0}),
+    ("dpsgd", "n_estimates", 5), ("dpsgd", "n_batches", 4), ("dpsgd", "aggregate", "ema"),
+])
+def test_an_option_an_engine_lacks_does_not_apply(engine, option, value):
+    """The engine's record decides: one message names the option and the engine."""
+    with pytest.raises(OptionError, match=f"{option} does not apply to engine='{engine}'"):
+        FitOptions(engine=engine, **{option: value})
+
+
+@pytest.mark.parametrize("engine, option, value", [
+    ("dpgd", "sampling", "uniform"), ("dpgd", "batch_size", None), ("adassp", "runs", 1),
+    ("adassp", "n_estimates", 10), ("dpsgd", "burn_in", 20), ("ldp_sgd", "steps", None),
+])
+def test_an_option_at_its_default_is_ignored_where_it_does_not_apply(engine, option, value):
+    assert not hasattr(FitOptions(engine=engine, **{option: value}), option)
 
 
 def test_every_engine_accepts_each_of_its_cov_types_and_no_other():
@@ -36,7 +61,8 @@ def test_every_engine_accepts_each_of_its_cov_types_and_no_other():
     for engine, allowed in ENGINE_COV_TYPES.items():
         for cov_type in all_types:
             if cov_type in allowed:
-                assert FitOptions(engine=engine, cov_type=cov_type).cov_type == cov_type
+                runs = {"runs": 10} if cov_type == "runs" else {}  # = n_estimates
+                assert FitOptions(engine=engine, cov_type=cov_type, **runs).cov_type == cov_type
             else:
                 with pytest.raises(OptionError, match=f"not available with engine '{engine}'"):
                     FitOptions(engine=engine, cov_type=cov_type)
@@ -46,7 +72,8 @@ def test_every_engine_accepts_each_of_its_cov_types_and_no_other():
 @pytest.mark.parametrize("kwargs, split", [
     ({}, PRECONDITIONED_SPLIT),
     ({"condition": "bounds"}, DEFAULT_BUDGET_SPLIT),
-    ({"engine": "dpgd"}, DEFAULT_BUDGET_SPLIT),
+    ({"engine": "dpgd"}, {"path": 0.95, "precondition": 0.05}),
+    ({"engine": "dpgd", "condition": "none"}, {"path": 1.0}),
     ({"engine": "ldp_sgd"}, {"path": 1.0}),
     ({"engine": "ldp_sgd", "cov_type": "plugin"}, LDP_PLUGIN_SPLIT),
 ])
@@ -105,11 +132,14 @@ def test_checked_split_keeps_the_shares():
     ({"lr": -0.1}, "lr"), ({"lr": math.nan}, "lr"), ({"x_bound": 0}, "x_bound"),
     ({"lr_decay": 0.5}, "lr_decay"), ({"lr_decay": 1.0}, "lr_decay"),
     ({"engine": "dpgd", "lr_decay": 0.6}, "lr_decay does not apply"),
+    ({"engine": ["dpsgd"]}, "engine"),
     ({"n_batches": 1, "engine": "ldp_sgd"}, "n_batches"),
     ({"n_estimates": 1, "engine": "dpgd"}, "n_estimates"),
-    ({"burn_in": -1}, "burn_in"), ({"burn_in": 2.5}, "burn_in"),
-    ({"ema_beta": 1.0}, "ema_beta"), ({"ema_beta": 0}, "ema_beta"),
-    ({"upa_k": 0}, "upa_k"), ({"runs": 0}, "runs"),
+    ({"burn_in": -1, "engine": "dpgd"}, "burn_in"),
+    ({"burn_in": 2.5, "engine": "dpgd"}, "burn_in"),
+    ({"ema_beta": 1.0, "engine": "dpgd"}, "ema_beta"),
+    ({"ema_beta": 0, "engine": "dpgd"}, "ema_beta"),
+    ({"upa_k": 0, "engine": "dpgd"}, "upa_k"), ({"runs": 0, "engine": "dpgd"}, "runs"),
     ({"progress": 1}, "progress"), ({"strict": "yes"}, "strict"),
     ({"diagnostics": None}, "diagnostics"),
     ({"random_state": -1}, "random_state"), ({"random_state": "seed"}, "random_state"),
@@ -122,9 +152,11 @@ def test_bad_values_name_the_option(kwargs, name):
 
 @pytest.mark.parametrize("kwargs", [
     {"batch_size": np.int64(5), "steps": 2}, {"clip": np.float64(0.5), "lr": 1e-9},
-    {"lr_decay": 0.999}, {"engine": "dpgd", "lr_decay": 0}, {"random_state": 0},
+    {"lr_decay": 0.999}, {"random_state": 0},
     {"random_state": np.random.default_rng(1)}, {"random_state": np.random.SeedSequence(2)},
-    {"progress": np.bool_(True)}, {"ema_beta": 0.5, "upa_k": 3, "runs": 4, "burn_in": 0},
+    {"progress": np.bool_(True)},
+    {"engine": "dpgd", "cov_type": "runs", "ema_beta": 0.5, "aggregate": "upa", "upa_k": 3,
+     "runs": 4, "n_estimates": 4, "burn_in": 0},
 ])
 def test_good_values_pass_unchanged(kwargs):
     opts = FitOptions(**kwargs)

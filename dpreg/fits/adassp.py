@@ -7,47 +7,56 @@ domain", in Gaussian form (see :mod:`dpreg.engines.adassp`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import numpy as np
 
 from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.exceptions import OptionError
 from dpreg.fits.common import Problem, calibrate_and_record, seed_text
-from dpreg.fits.dpgd import DPGD_DEFAULTS
 from dpreg.inference.base import Inference, NormalLaw
+from dpreg.options import CommonOptions
 from dpreg.results import DPRegressionResults
 
-__all__ = ["fit_adassp"]
+__all__ = ["fit_adassp", "AdaSSPOptions", "LABEL"]
+
+LABEL = "AdaSSP"
 
 
-def _check_adassp_options(problem: Problem, opts) -> None:
+@dataclass(frozen=True)
+class AdaSSPOptions(CommonOptions):
+    """Options of ``engine="adassp"``: the common options only (no path, no steps, no
+    budget split)."""
+
+    cov_types: ClassVar[tuple[str, ...]] = ("plugin",)
+    scope: ClassVar[str] = ("AdaSSP: a one-shot release of X'X and X'y with an equal split "
+                            "of the budget")
+
+
+def _check_adassp_problem(problem: Problem) -> None:
     if problem.objective.family.name != "linear":
         raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
                           f"the model's family is {problem.objective.family.name!r}")
     if problem.objective.mallows:
         raise OptionError("engine='adassp' does not support weights='mallows'")
-    unused = [k for k in ("steps", "clip", "lr", "batch_size", "n_batches", "upa_k",
-                          "start_params", "budget_split")
-              if getattr(opts, k) is not None]
-    unused += [k for k, v in DPGD_DEFAULTS.items() if getattr(opts, k) != v]
-    if unused:
-        raise OptionError(f"option(s) {unused} do not apply to engine='adassp' (a one-shot "
-                          "release of X'X and X'y with an equal split of the budget)")
     if problem.design.endog_bounds is None:
         raise OptionError(f"engine='adassp' needs public bounds on the outcome "
                           f"{problem.design.endog_name!r} (|y| <= y_bound): declare "
                           "bounds={column: (lower, upper)}")
 
 
-def fit_adassp(problem: Problem, opts, request, given=frozenset()) -> DPRegressionResults:
+def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
+               given=frozenset()) -> DPRegressionResults:
     """Fit linear regression by AdaSSP (Wang 2018, Algorithm 2) in Gaussian form.
 
     Parameters
     ----------
     problem : dpreg.fits.common.Problem
         Linear family, no Mallows weights, with declared outcome bounds.
-    opts : dpreg.options.FitOptions
-        Validated options with ``engine="adassp"`` (``cov_type="plugin"``).
+    opts : AdaSSPOptions
+        Validated options.
     request : dpreg.privacy.PrivacyRequest
         The total budget.
     given : frozenset of str
@@ -69,7 +78,7 @@ def fit_adassp(problem: Problem, opts, request, given=frozenset()) -> DPRegressi
     for the population parameter (AdaSSP releases no residual variance), and ignores the
     ridge bias when the ridge is positive.
     """
-    _check_adassp_options(problem, opts)
+    _check_adassp_problem(problem)
     design = problem.design
     n, p = design.nobs, design.k_exog
     pub = problem.public_settings(opts)

@@ -127,7 +127,7 @@ class Problem:
             row_sq = 2.0 if x_bound is None else min(2.0, x_bound ** 2)
         else:
             gain, row_sq = x_bound, x_bound ** 2
-        clip = opts.clip
+        clip = getattr(opts, "clip", None)
         if clip is None and obj.psi_bound is not None:
             clip = obj.psi_bound * gain
             reasons.append(f"clip = {clip:.4g}: the family's score bound times the bound on "
@@ -149,8 +149,9 @@ class Problem:
                               f"n = {n}")
         batch_size, t_def = default_schedule(n, batch_size_given)
         steps = getattr(opts, "steps", None) or t_def
-        if opts.lr is not None:
-            lr = opts.lr
+        lr_given = getattr(opts, "lr", None)
+        if lr_given is not None:
+            lr = lr_given
         elif cond is None or full_batch:  # one-row steps, or lambda_max(E z z') <= row_sq
             lr = obj.family.lr_scale / (obj.hess_bound * row_sq)
         else:

@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pandas as pd
 
+from dpreg._checks import integer_at_least, number_in, one_of
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import OptionError
 from dpreg.fits.common import (
@@ -32,17 +35,20 @@ from dpreg.fits.common import (
 )
 from dpreg.inference.diagnostics import attach_report, iterate_report
 from dpreg.inference.iterates import (
+    AGGREGATES,
     aggregate,
     batch_layout,
     batch_means,
     checkpoint_estimates,
     t_inference,
 )
-from dpreg.options import checked_split
+from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults
 
-__all__ = ["fit_dpgd", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
+__all__ = ["fit_dpgd", "DPGDOptions", "LABEL", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
+
+LABEL = "DP-GD"
 
 PATH, CLIP_SHARE = "DP-GD path", "clip share"
 #: Keys of ``budget_split`` for DP-GD: the path, the private preconditioner
@@ -55,41 +61,64 @@ TARGET_NOTE = (
     "(the loss whose gradients are clipped at `clip`; for squared loss a Huber-type loss, "
     "dpgd paper s.2.5), not for the population parameter: they carry the privacy noise, "
     "not the sampling variability of the data.")
-DPGD_DEFAULTS = {"n_estimates": 10, "burn_in": 20, "aggregate": "mean", "ema_beta": 0.999,
-             "runs": 1, "sampling": "uniform"}
 _AGG_LABEL = {"last": "last iterate", "mean": "mean of the estimates",
               "ema": "exponential moving average (warm-up)", "upa": "uniform past-k average"}
 
 
-def _dpgd_split(budget_split, preconditioned: bool) -> dict[str, float]:
-    if budget_split is None:
-        return dict(PRECONDITIONED_GD_SPLIT) if preconditioned else {"path": 1.0}
-    keys = DPGD_SPLIT_KEYS if preconditioned else tuple(k for k in DPGD_SPLIT_KEYS
-                                                         if k != "precondition")
-    return checked_split(budget_split, keys, {"path": 0.95, "clip_share": 0.05})
+@dataclass(frozen=True)
+class DPGDOptions(PathOptions):
+    """Options of ``engine="dpgd"``: the common and path options, the steps of each run,
+    and the estimates behind the t interval (the dpgd paper's Appendix B settings: 10
+    estimates after a burn-in of 20 iterates), the reported aggregate and the runs."""
 
+    cov_types: ClassVar[tuple[str, ...]] = ("batch_means", "checkpoints", "runs")
+    scope: ClassVar[str] = ("full-batch DP-GD: every step uses all rows (no batches, no "
+                            "sampling) with a constant step; the number of batch means, "
+                            "checkpoints or runs is n_estimates")
 
-def _check_dpgd_options(opts) -> None:
-    if opts.batch_size is not None:
-        raise OptionError(f"batch_size does not apply to engine='dpgd' (full batch: every "
-                          f"step uses all rows); got batch_size={opts.batch_size!r}")
-    if opts.sampling != "uniform":
-        raise OptionError(f"sampling does not apply to engine='dpgd' (full batch, no "
-                          f"sampling); got sampling={opts.sampling!r}")
-    if opts.n_batches is not None:
-        raise OptionError("n_batches does not apply to engine='dpgd'; the number of batch "
-                          "means, checkpoints or runs is n_estimates")
-    if opts.cov_type == "runs" and opts.runs != opts.n_estimates:
-        raise OptionError(
-            f"cov_type='runs' needs runs = n_estimates (one estimate per independent run; "
-            f"each run is paid from the budget); got runs={opts.runs}, "
-            f"n_estimates={opts.n_estimates}")
-    if opts.cov_type != "runs" and opts.runs != 1:
-        raise OptionError(f"runs={opts.runs} applies to cov_type='runs' only; "
-                          f"cov_type={opts.cov_type!r} uses one run")
-    if opts.upa_k is not None and opts.aggregate != "upa":
-        raise OptionError(f"upa_k applies to aggregate='upa' only; got "
-                          f"aggregate={opts.aggregate!r}")
+    steps: int | None = None
+    n_estimates: int = 10
+    burn_in: int = 20
+    aggregate: str = "mean"
+    ema_beta: float = 0.999
+    upa_k: int | None = None
+    runs: int = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        one_of("aggregate", self.aggregate, AGGREGATES)
+        integer_at_least("n_estimates", self.n_estimates)
+        if self.upa_k is not None:
+            integer_at_least("upa_k", self.upa_k)
+        integer_at_least("runs", self.runs)
+        if self.n_estimates < 2:
+            raise OptionError(f"n_estimates must be at least 2 (a t interval needs a "
+                              f"spread), got {self.n_estimates}")
+        integer_at_least("burn_in", self.burn_in, 0)
+        number_in("ema_beta", self.ema_beta, 0, 1)
+        check_steps(self.steps)
+        if self.cov_type == "runs" and self.runs != self.n_estimates:
+            raise OptionError(
+                f"cov_type='runs' needs runs = n_estimates (one estimate per independent "
+                f"run; each run is paid from the budget); got runs={self.runs}, "
+                f"n_estimates={self.n_estimates}")
+        if self.cov_type != "runs" and self.runs != 1:
+            raise OptionError(f"runs={self.runs} applies to cov_type='runs' only; "
+                              f"cov_type={self.cov_type!r} uses one run")
+        if self.upa_k is not None and self.aggregate != "upa":
+            raise OptionError(f"upa_k applies to aggregate='upa' only; got "
+                              f"aggregate={self.aggregate!r}")
+
+    def split(self) -> dict[str, float]:
+        """The validated budget split: all of it on the path, but 5% on the private
+        preconditioner with ``condition="private"``; ``"clip_share"`` buys the private
+        share of clipped gradients."""
+        preconditioned = self.condition == "private"
+        if self.budget_split is None:
+            return dict(PRECONDITIONED_GD_SPLIT) if preconditioned else {"path": 1.0}
+        keys = DPGD_SPLIT_KEYS if preconditioned else tuple(k for k in DPGD_SPLIT_KEYS
+                                                             if k != "precondition")
+        return checked_split(self.budget_split, keys, {"path": 0.95, "clip_share": 0.05})
 
 
 def _resolve_steps(opts, lr: float) -> tuple[int, list[str]]:
@@ -128,15 +157,16 @@ def _check_layout(opts, steps: int) -> int:
     return opts.upa_k if opts.upa_k is not None else default_k
 
 
-def fit_dpgd(problem: Problem, opts, request, given=frozenset()) -> DPRegressionResults:
+def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
+             given=frozenset()) -> DPRegressionResults:
     """Fit by full-batch DP-GD with t intervals from the iterates.
 
     Parameters
     ----------
     problem : dpreg.fits.common.Problem
         The design and objective.
-    opts : dpreg.options.FitOptions
-        Validated options with ``engine="dpgd"``.
+    opts : DPGDOptions
+        Validated options.
     request : dpreg.privacy.PrivacyRequest
         The total budget.
     given : frozenset of str
@@ -178,13 +208,12 @@ def fit_dpgd(problem: Problem, opts, request, given=frozenset()) -> DPRegression
     """
     design = problem.design
     n, p = design.nobs, design.k_exog
-    _check_dpgd_options(opts)
     # the public map of the columns into [-1, 1], then (condition="private") the private
     # preconditioner P = G~^{-1}, as for DP-SGD: the public map leaves correlated columns
     # (a product beside its main effects) mixing slowly; mapped back exactly below
     cond = problem.coordinates(opts.condition)
     pub = problem.public_settings(opts, cond, full_batch=True)
-    split = _dpgd_split(opts.budget_split, opts.condition == "private")
+    split = opts.split()
     precond = None
     if "precondition" in split:
         # the step of a preconditioned full batch: m = n in lr_scale / (hess_bound (1 + p/m))

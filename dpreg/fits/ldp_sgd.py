@@ -26,11 +26,13 @@ from __future__ import annotations
 import copy
 import dataclasses
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from dpreg._checks import integer_at_least
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
 from dpreg.families import mallows_weights
@@ -40,7 +42,7 @@ from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import attach_report, one_pass_report
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
-from dpreg.options import FitOptions
+from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
@@ -48,11 +50,45 @@ from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
 
-__all__ = ["LDPRun", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR"]
+__all__ = ["LDPRun", "LDPOptions", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR", "LABEL",
+           "LDP_PLUGIN_SPLIT"]
 
 PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
-#: Options of ``fit`` that mean nothing for a one-pass engine.
-_NOT_FOR_LDP = ("batch_size", "steps")
+LABEL = "LDP-SGD"
+#: With the private plug-in: equal shares, so that the local path and the two central
+#: matrices are each mu / sqrt(3) (the ldp-sgd paper gives each mu, Thm 3).
+LDP_PLUGIN_SPLIT = {"path": 1 / 3, "hessian": 1 / 3, "score": 1 / 3}
+
+
+@dataclass(frozen=True)
+class LDPOptions(PathOptions):
+    """Options of ``engine="ldp_sgd"`` (and of :class:`dpreg.LDPStream`): the common and
+    path options, the step-size decay (0.51, the ldp-sgd paper's s.5) and the number of
+    batch means."""
+
+    cov_types: ClassVar[tuple[str, ...]] = ("rs", "plugin", "batch_means")
+    scope: ClassVar[str] = ("LDP-SGD takes one step per row, in order (steps = n, batch "
+                            "size 1)")
+
+    lr_decay: float = 0.51
+    n_batches: int | None = None
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.n_batches is not None:
+            integer_at_least("n_batches", self.n_batches)
+            if self.n_batches < 2:
+                raise OptionError(f"n_batches must be at least 2 (batch means need a "
+                                  f"spread), got {self.n_batches}")
+        check_lr_decay(self.lr_decay)
+
+    def split(self) -> dict[str, float]:
+        """The validated budget split: random scaling and batch means are free (default
+        ``{"path": 1}``); the private plug-in gets :data:`LDP_PLUGIN_SPLIT` by default."""
+        split = self.budget_split
+        if split is None:
+            split = LDP_PLUGIN_SPLIT if self.cov_type == "plugin" else {"path": 1.0}
+        return plugin_split(split, tuple(DEFAULT_BUDGET_SPLIT))
 RS_NOTE = ("RS: random-scaling pivot of the one-pass path (one row per step, no "
            "correction needed; ldp-sgd paper, Cor. 4).")
 
@@ -106,7 +142,7 @@ class LDPRun:
     the pass.
     """
 
-    def __init__(self, problem: Problem, opts: FitOptions, request: PrivacyRequest):
+    def __init__(self, problem: Problem, opts: LDPOptions, request: PrivacyRequest):
         self.problem = problem
         self.opts = opts
         design = problem.design
@@ -295,7 +331,7 @@ class LDPRun:
         return attach_report(res, report, "LDP-SGD")
 
 
-def fit_ldp_sgd(problem: Problem, opts: FitOptions, request: PrivacyRequest,
+def fit_ldp_sgd(problem: Problem, opts: LDPOptions, request: PrivacyRequest,
                 given=frozenset()) -> DPRegressionResults:
     """Fit by LDP-SGD: one pass over the rows in their order.
 
@@ -303,8 +339,8 @@ def fit_ldp_sgd(problem: Problem, opts: FitOptions, request: PrivacyRequest,
     ----------
     problem : Problem
         The design and objective; each row is privatized as its owner would.
-    opts : FitOptions
-        Validated options with ``engine="ldp_sgd"``.
+    opts : LDPOptions
+        Validated options.
     request : PrivacyRequest
         The total budget (of the local path, plus the central plug-in matrices if
         ``budget_split`` gives them a share).
@@ -316,10 +352,6 @@ def fit_ldp_sgd(problem: Problem, opts: FitOptions, request: PrivacyRequest,
     DPRegressionResults
         See :meth:`dpreg.DPRegression.fit`.
     """
-    given = [k for k in _NOT_FOR_LDP if getattr(opts, k) is not None]
-    if given or opts.sampling != "uniform":
-        raise OptionError(f"{given or ['sampling']} do not apply to engine='ldp_sgd': it "
-                          "takes one step per row, in order (steps = n, batch size 1)")
     if opts.diagnostics:
         raise OptionError("diagnostics=True is not available for engine='ldp_sgd' (rows "
                           "are privatized by their owners; nothing unprivatized exists)")

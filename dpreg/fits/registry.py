@@ -1,54 +1,102 @@
-"""The one list of engines: ``{name: Engine(fit, options, cov_types, label)}``.
+"""The one list of engines: ``{name: Engine(fit, options, label)}``.
 
-:meth:`dpreg.DPRegression.fit` validates what every engine shares and calls
+:meth:`dpreg.DPRegression.fit` validates the options through :func:`fit_options` (the
+engine's own options record: an option it lacks does not apply to it) and calls
 ``ENGINES[name].fit(problem, opts, request, given)``. Adding an engine is one module in
 :mod:`dpreg.fits` (with its driver and kernel in :mod:`dpreg.engines`) and one line here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+import difflib
+from dataclasses import MISSING, dataclass, fields
+from typing import Any, Callable, Mapping
 
-from dpreg.fits.adassp import fit_adassp
-from dpreg.fits.dpgd import fit_dpgd
-from dpreg.fits.dpsgd import fit_dpsgd
-from dpreg.fits.ldp_sgd import fit_ldp_sgd
-from dpreg.options import ENGINE_COV_TYPES, FitOptions
+from dpreg.exceptions import OptionError
+from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd
+from dpreg.options import MODEL_OPTIONS, CommonOptions
 
-__all__ = ["Engine", "ENGINES", "get_engine"]
+__all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names"]
 
 
 @dataclass(frozen=True)
 class Engine:
-    """One engine: its fit, its options, its interval methods and its display name.
+    """One engine: its fit, its options record and its display name.
 
     Attributes
     ----------
     fit : callable
         ``fit(problem, opts, request, given) -> DPRegressionResults``.
     options : type
-        The options dataclass the fit takes.
-    cov_types : tuple of str
-        Its interval methods; the first is the default ``cov_type``.
+        Its options record (a :class:`~dpreg.options.CommonOptions` subclass).
     label : str
         The name in summaries.
     """
 
     fit: Callable
-    options: type
-    cov_types: tuple[str, ...]
+    options: type[CommonOptions]
     label: str
+
+    @property
+    def cov_types(self) -> tuple[str, ...]:
+        """Its interval methods; the first is the default ``cov_type``."""
+        return self.options.cov_types
 
 
 ENGINES: dict[str, Engine] = {
-    "dpsgd": Engine(fit_dpsgd, FitOptions, ENGINE_COV_TYPES["dpsgd"], "DP-SGD"),
-    "ldp_sgd": Engine(fit_ldp_sgd, FitOptions, ENGINE_COV_TYPES["ldp_sgd"], "LDP-SGD"),
-    "dpgd": Engine(fit_dpgd, FitOptions, ENGINE_COV_TYPES["dpgd"], "DP-GD"),
-    "adassp": Engine(fit_adassp, FitOptions, ENGINE_COV_TYPES["adassp"], "AdaSSP"),
+    "dpsgd": Engine(dpsgd.fit_dpsgd, dpsgd.DPSGDOptions, dpsgd.LABEL),
+    "ldp_sgd": Engine(ldp_sgd.fit_ldp_sgd, ldp_sgd.LDPOptions, ldp_sgd.LABEL),
+    "dpgd": Engine(dpgd.fit_dpgd, dpgd.DPGDOptions, dpgd.LABEL),
+    "adassp": Engine(adassp.fit_adassp, adassp.AdaSSPOptions, adassp.LABEL),
 }
 
 
-def get_engine(name: str) -> Engine:
-    """The registered engine ``name``."""
-    return ENGINES[name]
+def option_names() -> list[str]:
+    """Every fit option some engine takes, in the order of their records."""
+    names = {f.name: None for e in ENGINES.values() for f in fields(e.options)}
+    return list(names)
+
+
+def check_known(options: Mapping[str, Any], extra: tuple[str, ...] = ()) -> None:
+    """Raise :class:`OptionError` for an option name that no function knows."""
+    known = option_names() + list(MODEL_OPTIONS) + list(extra)
+    for name in options:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise OptionError(f"unknown option {name!r}{hint}")
+
+
+def _neutral(name: str, value) -> bool:
+    """Whether ``value`` of option ``name`` asks for nothing: ``None``, or the option's
+    default in the engines that take it (so one set of defaults suits every engine)."""
+    if value is None:
+        return True
+    for engine in ENGINES.values():
+        for f in fields(engine.options):
+            if f.name == name and f.default is not MISSING:
+                try:
+                    if type(value) is type(f.default) and value == f.default:
+                        return True
+                except (TypeError, ValueError):
+                    pass
+    return False
+
+
+def fit_options(**options) -> CommonOptions:
+    """The validated options record of ``options["engine"]`` (default ``"dpsgd"``).
+
+    An option the engine's record lacks is refused, naming the option and the engine,
+    unless its value asks for nothing (``None``, or its default where it applies).
+    """
+    check_known(options)
+    engine = options.get("engine", "dpsgd")
+    if not isinstance(engine, str) or engine not in ENGINES:
+        raise OptionError(f"unknown engine {engine!r}; choose one of {tuple(ENGINES)}")
+    record = ENGINES[engine].options
+    names = {f.name for f in fields(record)}
+    for name, value in options.items():
+        if name not in names and not _neutral(name, value):
+            raise OptionError(f"{name} does not apply to engine={engine!r} ({record.scope}); "
+                              f"got {name}={value!r}")
+    return record(**{k: v for k, v in options.items() if k in names})

@@ -38,13 +38,13 @@ def check_requirements(study: Study) -> None:
     ----------
     study : Study
     """
-    from dpreg.options import ENGINE_COV_TYPES
+    from dpreg.fits.registry import ENGINES
 
     for engine in study.requires:
-        if engine not in ENGINE_COV_TYPES:
+        if engine not in ENGINES:
             raise StudyUnavailableError(
                 f"study {study.name!r} needs engine {engine!r}, which this installation of "
-                f"dpreg does not have (engines: {sorted(ENGINE_COV_TYPES)})")
+                f"dpreg does not have (engines: {sorted(ENGINES)})")
         if engine in ("dpgd", "adassp"):
             try:
                 from dpreg.fits.dpgd import fit_dpgd  # noqa: F401
