@@ -128,6 +128,11 @@ class Design:
         """
         return any(name in INTERCEPT_NAMES for name in self.exog_names)
 
+    @property
+    def df_model(self) -> int:
+        """Regressors, not counting the intercept (:attr:`has_intercept`: from the names)."""
+        return self.k_exog - int(self.has_intercept)
+
     def device_rows(self) -> tuple[np.ndarray, np.ndarray]:
         """``(exog, endog)`` with every row of the data in its order, for LDP-SGD.
 

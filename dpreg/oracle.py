@@ -89,7 +89,7 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
     return DPRegressionResults(
         params=params, names=design.exog_names, endog_name=design.endog_name,
         inferences={"oracle": inf}, cov_type="oracle", nobs=design.nobs,
-        df_model=design.k_exog - int(design.has_intercept), private=False,
+        df_model=design.df_model, private=False,
         family_label=objective.label(), engine="oracle (non-private)", settings={},
         n_dropped=design.n_dropped, formula=design.formula, cov_matrix=cov,
         design_info=design.design_info)

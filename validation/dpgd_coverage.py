@@ -80,7 +80,7 @@ def one_rep(n, grid, seed):
                     cover_star=(ci[:, 0] <= theta) & (theta <= ci[:, 1]),
                     length=ci[:, 1] - ci[:, 0], sq_err=(inf.center - target) ** 2,
                     ols_length=ols_len, clip_share=res.diagnostics["clip_share"],
-                    noise_std=res.settings["noise_std (lambda)"]))
+                    noise_std=res.settings.value("noise_std")))
     return rows
 
 

@@ -92,7 +92,7 @@ def one_rep(seed):
     for t2 in T2S:
         res = model.fit(steps=t2, burn_in=0, n_estimates=5, aggregate="last",
                         random_state=next(seeds), **gd)
-        lam = res.settings["noise_std (lambda)"]
+        lam = res.settings.value("noise_std")
         est = res.params.to_numpy()
         half = Z975 * np.sqrt(stat_var + (GD_LR * lam) ** 2)
         rows.append(_row("dpgd_last_plugin", t2, est, est - half, est + half, theta,

@@ -15,10 +15,10 @@ import numpy as np
 from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.exceptions import OptionError
-from dpreg.fits.common import Problem, calibrate_and_record, seed_text
+from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_record, seed_text
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.options import CommonOptions
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_adassp", "AdaSSPOptions", "LABEL"]
 
@@ -80,7 +80,7 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     """
     _check_adassp_problem(problem)
     design = problem.design
-    n, p = design.nobs, design.k_exog
+    n = design.nobs
     pub = problem.public_settings(opts)
     lo, hi = design.endog_bounds
     settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
@@ -103,19 +103,17 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
                      "towards 0 and the intervals do not include that bias.")
     table = {
         "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
-        "ridge (lambda)": out.ridge, "lambda_min (private)": out.lambda_min,
+        "ridge": out.ridge, "lambda_min": out.lambda_min,
         "failure_prob": settings.failure_prob,
         "budget_split": "equal thirds: lambda_min, X'X, X'y",
         "random_state": seed_text(opts.random_state),
     }
-    res = DPRegressionResults(
-        params=out.params, names=design.exog_names, endog_name=design.endog_name,
-        inferences=inferences, cov_type="plugin", nobs=n,
-        df_model=p - int(design.has_intercept), private=True,
-        family_label=problem.objective.label(), engine="AdaSSP", settings=table,
-        n_dropped=design.n_dropped, formula=design.formula, ledger=ledger, cov_matrix=cov,
-        design_info=design.design_info, notes=tuple(notes))
+    diagnostics = None
     if opts.diagnostics:
         norms = np.sqrt(np.einsum("ij,ij->i", design.exog, design.exog))
-        res.diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
-    return res
+        diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
+    labels = {"ridge": "ridge (lambda)", "lambda_min": "lambda_min (private)"}
+    return build_results(problem, FitRecord(
+        params=out.params, inferences=inferences, cov_type="plugin", engine=LABEL,
+        settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
+        cov_matrix=cov, diagnostics=diagnostics))

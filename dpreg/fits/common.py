@@ -12,16 +12,18 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 
 from dpreg.conditioning import Conditioning, identity_conditioning
 from dpreg.design import Design, design_notes
 from dpreg.engines import default_schedule
 from dpreg.exceptions import (
     BudgetExceededError,
+    ConvergenceWarning,
     OptionError,
     PrivacyLeakError,
     PrivacyLeakWarning,
@@ -33,9 +35,11 @@ from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
+from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["Problem", "Public", "PRECONDITIONER", "MAX_NOISE_MULTIPLIER", "leak",
-           "calibrate_and_record", "report_delta", "spawn_rngs", "seed_text", "format_vector"]
+__all__ = ["Problem", "Public", "FitRecord", "build_results", "PRECONDITIONER",
+           "MAX_NOISE_MULTIPLIER", "leak", "calibrate_and_record", "report_delta",
+           "spawn_rngs", "seed_text", "format_vector"]
 
 #: Ledger name of the private second-moment matrix behind DP-SGD's and DP-GD's
 #: preconditioner (``condition="private"``).
@@ -268,3 +272,89 @@ def seed_text(random_state) -> str:
 def format_vector(names, values) -> str:
     """``"name value, ..."`` with four significant digits."""
     return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values, strict=True))
+
+
+@dataclass(frozen=True, eq=False)
+class FitRecord:
+    """What a private fit released, for :func:`build_results`.
+
+    Attributes
+    ----------
+    params : ndarray (p,)
+        The estimate, in the user's coordinates.
+    inferences : dict
+        :class:`~dpreg.inference.base.Inference` records by method name.
+    cov_type : str
+        The method behind ``bse`` and ``pvalues``.
+    engine : str
+        The engine's display name (the registry's label).
+    settings : Settings
+        The public settings.
+    notes : tuple of str
+        Reasons for the defaults and notes on the release, in order.
+    ledger : Ledger
+        What the fit spent.
+    cov_matrix : ndarray (p, p), optional
+        The covariance behind ``cov_params``.
+    trajectory : dict, optional
+        Running estimates for plots.
+    checked : bool
+        Whether the free convergence checks ran (the results then have ``convergence``,
+        the report or ``None``).
+    report : ConvergenceReport, optional
+        Their findings: each warns and adds a summary line.
+    checkpoint_sd : ndarray (p,), optional
+        DP-GD: the spread of the last checkpoints (``results.checkpoint_sd``).
+    diagnostics : dict, optional
+        Non-private counts asked for with ``diagnostics=True``.
+    nobs, n_dropped : int, optional
+        Rows used and dropped (default: the design's).
+    """
+
+    params: np.ndarray
+    inferences: Mapping[str, Any]
+    cov_type: str
+    engine: str
+    settings: Settings
+    notes: tuple[str, ...]
+    ledger: Ledger
+    cov_matrix: np.ndarray | None = None
+    trajectory: dict | None = None
+    checked: bool = False
+    report: Any = None
+    checkpoint_sd: np.ndarray | None = None
+    diagnostics: dict | None = field(default=None)
+    nobs: int | None = None
+    n_dropped: int | None = None
+
+
+def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
+    """The Results object of a private fit: its record, the design's public description,
+    and the convergence report's warnings (:class:`~dpreg.exceptions.ConvergenceWarning`,
+    each repeated as a ``WARNING:`` line of the summary)."""
+    design = problem.design
+    notes = tuple(record.notes)
+    report = record.report
+    if report is not None and not report.ok:
+        for message in report.messages(record.engine):
+            warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
+            notes += ("WARNING: " + message,)
+    extras: dict[str, Any] = {}
+    if record.checkpoint_sd is not None:
+        extras["checkpoint_sd"] = pd.Series(record.checkpoint_sd, index=list(design.exog_names),
+                                            name="checkpoint_sd")
+    if record.diagnostics is not None:
+        extras["diagnostics"] = record.diagnostics
+    if record.checked:
+        extras["convergence"] = report
+    return DPRegressionResults(
+        params=record.params, names=design.exog_names, endog_name=design.endog_name,
+        inferences=record.inferences, cov_type=record.cov_type,
+        nobs=design.nobs if record.nobs is None else record.nobs,
+        df_model=design.df_model, private=True, family_label=problem.objective.label(),
+        engine=record.engine, settings=record.settings,
+        n_dropped=design.n_dropped if record.n_dropped is None else record.n_dropped,
+        formula=design.formula, ledger=record.ledger, cov_matrix=record.cov_matrix,
+        design_info=design.design_info, trajectory=record.trajectory, notes=notes,
+        extras=extras)
+

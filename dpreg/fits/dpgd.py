@@ -20,20 +20,21 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
-import pandas as pd
 
 from dpreg._checks import integer_at_least, number_in, one_of
 from dpreg.engines.dpgd import GDSettings, default_gd_steps, run_dpgd
 from dpreg.exceptions import OptionError
 from dpreg.fits.common import (
     PRECONDITIONER,
+    FitRecord,
     Problem,
+    build_results,
     calibrate_and_record,
     format_vector,
     seed_text,
     spawn_rngs,
 )
-from dpreg.inference.diagnostics import attach_report, iterate_report
+from dpreg.inference.diagnostics import iterate_report
 from dpreg.inference.iterates import (
     AGGREGATES,
     aggregate,
@@ -44,7 +45,7 @@ from dpreg.inference.iterates import (
 )
 from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_dpgd", "DPGDOptions", "LABEL", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
 
@@ -288,7 +289,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
         "x_bound": "none (Mallows weights)" if pub.x_bound is None else pub.x_bound,
         "conditioning": cond.description + ("; preconditioned by a private second-moment "
                                              "matrix" if precond is not None else ""),
-        "noise_std (lambda)": noise_std, "noise_multiplier": events[0].noise_multiplier,
+        "noise_std": noise_std, "noise_multiplier": events[0].noise_multiplier,
         "aggregate": opts.aggregate,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
         "random_state": seed_text(opts.random_state),
@@ -300,23 +301,21 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
     if opts.aggregate == "upa":
         table["upa_k"] = upa_k
     path0 = out.paths[0, 1:]
-    res = DPRegressionResults(
-        params=params, names=names, endog_name=design.endog_name, inferences=inferences,
-        cov_type=opts.cov_type, nobs=n, df_model=p - int(design.has_intercept),
-        private=True, family_label=problem.objective.label(), engine="DP-GD",
-        settings=table, n_dropped=design.n_dropped, formula=design.formula, ledger=ledger,
-        cov_matrix=cov, design_info=design.design_info,
-        trajectory={"steps": np.arange(1, steps + 1),
-                    "average": np.cumsum(path0, axis=0) / np.arange(1, steps + 1)[:, None],
-                    "iterate": path0},
-        notes=tuple(pub.reasons) + tuple(reasons) + tuple(notes))
-    res.checkpoint_sd = pd.Series(ckpt_sd, index=list(names), name="checkpoint_sd")
+    diagnostics = None
     if opts.diagnostics:
-        res.diagnostics = {"clip_count": out.clip_count, "clip_share": out.clip_share}
+        diagnostics = {"clip_count": out.clip_count, "clip_share": out.clip_share}
     # the free checks read the released path: the first run's (or each run's, for
     # cov_type="runs", whose estimates are post-burn-in means of their own runs)
     report = iterate_report(names, path0, burn_in, m) if runs == 1 else None
-    return attach_report(res, report, "DP-GD")
+    return build_results(problem, FitRecord(
+        params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
+        settings=Settings.from_values(table, {"noise_std": "noise_std (lambda)"}),
+        notes=tuple(pub.reasons) + tuple(reasons) + tuple(notes), ledger=ledger,
+        cov_matrix=cov,
+        trajectory={"steps": np.arange(1, steps + 1),
+                    "average": np.cumsum(path0, axis=0) / np.arange(1, steps + 1)[:, None],
+                    "iterate": path0},
+        checked=True, report=report, checkpoint_sd=ckpt_sd, diagnostics=diagnostics))
 
 
 def _dpgd_inference(out, opts, upa_k: int):

@@ -20,15 +20,16 @@ from dpreg.conditioning import Conditioning
 from dpreg.engines import SGDSettings, run_dpsgd
 from dpreg.fits.common import (
     PRECONDITIONER,
+    FitRecord,
     Problem,
     Public,
+    build_results,
     calibrate_and_record,
     seed_text,
     spawn_rngs,
 )
 from dpreg.inference.diagnostics import (
     CURVATURE_BIAS_LIMIT,
-    attach_report,
     curvature_bias,
     path_report,
 )
@@ -52,7 +53,7 @@ from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import calibrate_dpsgd
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_dpsgd", "DPSGDOptions", "LABEL", "PATH", "HESSIAN", "SCORE",
            "PRECONDITIONED_SPLIT", "SAMPLINGS"]
@@ -122,7 +123,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         See :meth:`dpreg.DPRegression.fit`.
     """
     design = problem.design
-    n, p = design.nobs, design.k_exog
+    n = design.nobs
     cond = problem.coordinates(opts.condition)
     pub = problem.public_settings(opts, cond)
     split = opts.split()
@@ -214,23 +215,18 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
         "random_state": seed_text(opts.random_state),
     }
-    res = DPRegressionResults(
-        params=cond.params(out.params), names=design.exog_names,
-        endog_name=design.endog_name,
-        inferences=inferences, cov_type=cov_type, nobs=n,
-        df_model=p - int(design.has_intercept), private=True,
-        family_label=problem.objective.label(),
-        engine="DP-SGD", settings=table, n_dropped=design.n_dropped,
-        formula=design.formula, ledger=ledger, cov_matrix=cov,
-        design_info=design.design_info,
+    diagnostics = None
+    if opts.diagnostics:
+        diagnostics = {"clip_count": out.clip_count,
+                       "clip_share": out.clip_count / out.grad_evals}
+    return build_results(problem, FitRecord(
+        params=cond.params(out.params), inferences=inferences, cov_type=cov_type,
+        engine=LABEL, settings=Settings.from_values(table), notes=pub.reasons + notes,
+        ledger=ledger, cov_matrix=cov,
         trajectory={"steps": out.trajectory_steps,
                     "average": cond.params(out.trajectory_avg),
                     "iterate": cond.params(out.trajectory_iter)},
-        notes=pub.reasons + notes)
-    if opts.diagnostics:
-        res.diagnostics = {"clip_count": out.clip_count,
-                           "clip_share": out.clip_count / out.grad_evals}
-    return attach_report(res, report, "DP-SGD")
+        checked=True, report=report, diagnostics=diagnostics))
 
 
 def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,

@@ -36,10 +36,10 @@ from dpreg._checks import integer_at_least
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
 from dpreg.families import mallows_weights
-from dpreg.fits.common import Problem, seed_text, spawn_rngs
+from dpreg.fits.common import FitRecord, Problem, build_results, seed_text, spawn_rngs
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
-from dpreg.inference.diagnostics import attach_report, one_pass_report
+from dpreg.inference.diagnostics import one_pass_report
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
@@ -48,13 +48,16 @@ from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["LDPRun", "LDPOptions", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR", "LABEL",
            "LDP_PLUGIN_SPLIT"]
 
 PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
 LABEL = "LDP-SGD"
+#: Summary labels of the settings whose names say less than the papers' notation.
+SETTING_LABELS = {"rows": "rows (one pass)", "step_offset": "step offset t0",
+                  "clip": "clip (B0)", "noise_std": "local noise sd (2 B0 / mu)"}
 #: With the private plug-in: equal shares, so that the local path and the two central
 #: matrices are each mu / sqrt(3) (the ldp-sgd paper gives each mu, Thm 3).
 LDP_PLUGIN_SPLIT = {"path": 1 / 3, "hessian": 1 / 3, "score": 1 / 3}
@@ -245,7 +248,6 @@ class LDPRun:
 
     def results(self, release_plugin: bool | None = None) -> DPRegressionResults:
         n = self.path.nobs
-        p = self.path.p
         if n < 3:
             raise DataError(f"the stream has seen {n} row(s); results need at least 3")
         snap = self.path.snapshot()
@@ -297,13 +299,11 @@ class LDPRun:
         notes.append(f"LDP-SGD: every row was privatized by its owner (mu = {mu_path:.4g} "
                      "GDP locally); one pass in the order of arrival.")
         design = self.problem.design
-        obj = self.problem.objective
         split = self.split
         table = {
-            "engine": "ldp_sgd", "rows (one pass)": n, "lr": self.settings.lr,
-            "lr_decay": self.settings.lr_decay, "step offset t0": self.settings.step_offset,
-            "clip (B0)": self.settings.clip,
-            "local noise sd (2 B0 / mu)": self.noise_scale,
+            "engine": "ldp_sgd", "rows": n, "lr": self.settings.lr,
+            "lr_decay": self.settings.lr_decay, "step_offset": self.settings.step_offset,
+            "clip": self.settings.clip, "noise_std": self.noise_scale,
             "x_bound": "none (Mallows weights)" if self.pub.x_bound is None
             else self.pub.x_bound,
             "conditioning": cond.description + (
@@ -320,15 +320,11 @@ class LDPRun:
                       "plugin_cov": plugin_cov}
         report = one_pass_report(design.exog_names, inferences, params, steps, avgs, n,
                                  self.settings.lr_decay)
-        res = DPRegressionResults(
-            params=params, names=design.exog_names, endog_name=design.endog_name,
-            inferences=inferences, cov_type=cov_type, nobs=n,
-            df_model=p - int("Intercept" in design.exog_names or "const" in design.exog_names),
-            private=True, family_label=obj.label(), engine="LDP-SGD", settings=table,
-            n_dropped=self.n_dropped, formula=design.formula,
-            ledger=copy.deepcopy(self.ledger), cov_matrix=cov,
-            design_info=design.design_info, trajectory=trajectory, notes=tuple(notes))
-        return attach_report(res, report, "LDP-SGD")
+        return build_results(self.problem, FitRecord(
+            params=params, inferences=inferences, cov_type=cov_type, engine=LABEL,
+            settings=Settings.from_values(table, SETTING_LABELS), notes=tuple(notes),
+            ledger=copy.deepcopy(self.ledger), cov_matrix=cov, trajectory=trajectory,
+            checked=True, report=report, nobs=n, n_dropped=self.n_dropped))
 
 
 def fit_ldp_sgd(problem: Problem, opts: LDPOptions, request: PrivacyRequest,

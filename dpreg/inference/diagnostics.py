@@ -344,22 +344,6 @@ def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: in
                       halves=report_halves, W=W, steps=T, floor_se=extras.get("floor_se"))
 
 
-def attach_report(res, report: ConvergenceReport | None, engine: str):
-    """Warn (``ConvergenceWarning``) and add a summary line per finding; keep the report
-    on the results as ``res.convergence``."""
-    import warnings
-
-    from dpreg.exceptions import ConvergenceWarning, user_stacklevel
-
-    res.convergence = report
-    if report is None or report.ok:
-        return res
-    for message in report.messages(engine):
-        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-        res.notes = res.notes + ("WARNING: " + message,)
-    return res
-
-
 def one_pass_null(n_batches: int, lr_decay: float, *, draws: int = 100_000,
                   grid: int = 2048, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Simulate the converged-path law of the two one-pass statistics.

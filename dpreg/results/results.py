@@ -22,6 +22,7 @@ import pandas as pd
 from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 from dpreg.inference.base import Inference
+from dpreg.results.settings import Settings
 from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.tables import Summary
 
@@ -67,8 +68,9 @@ class DPRegressionResults:
     ledger : dpreg.privacy.ledger.Ledger or None
         What the fit spent, per mechanism (``None`` for an oracle).
     private : bool
-    settings : dict
-        Every public setting of the fit (engine options, defaults and why).
+    settings : Settings
+        Every public setting of the fit (engine options, defaults and why): a mapping of
+        the summary's labels to values; ``settings.value(name)`` reads one by name.
     model : ResultsModel
         What statsmodels' own tools read from ``results.model`` (``exog_names``,
         ``endog_names``, ``formula``); no data.
@@ -86,7 +88,8 @@ class DPRegressionResults:
                  private: bool, family_label: str, engine: str, settings: dict[str, Any],
                  n_dropped: int = 0, formula: str | None = None, ledger=None,
                  cov_matrix: np.ndarray | None = None, design_info=None,
-                 trajectory: dict[str, np.ndarray] | None = None, notes: tuple[str, ...] = ()):
+                 trajectory: dict[str, np.ndarray] | None = None, notes: tuple[str, ...] = (),
+                 extras: dict[str, Any] | None = None):
         self._names = list(names)
         self.params = pd.Series(np.asarray(params, dtype=float), index=self._names, name="params")
         self.endog_name = endog_name
@@ -97,7 +100,8 @@ class DPRegressionResults:
         self.private = bool(private)
         self.family_label = family_label
         self.engine = engine
-        self.settings = dict(settings)
+        self.settings = settings if isinstance(settings, Settings) else \
+            Settings.from_values(dict(settings))
         self.n_dropped = int(n_dropped)
         self.formula = formula
         self.ledger = ledger
@@ -105,6 +109,10 @@ class DPRegressionResults:
         self._design_info = design_info
         self.trajectory = trajectory
         self.notes = tuple(notes)
+        # what one engine's result adds (``convergence``, ``checkpoint_sd``,
+        # ``diagnostics``): see the engine's fit
+        for name, value in (extras or {}).items():
+            setattr(self, name, value)
         self._prototype = None
         if design_info is not None and formula is not None:
             from dpreg.formula import design_prototype

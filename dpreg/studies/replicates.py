@@ -166,7 +166,7 @@ def dpsgd_vs_dpgd_replicate(seed, *, n: int, p: int, mu: float, kappas: tuple,
     for t2 in gd_steps:
         res = model.fit(steps=t2, burn_in=0, n_estimates=min(5, t2), aggregate="last",
                         random_state=next(seeds), **gd)
-        lam = res.settings["noise_std (lambda)"]
+        lam = res.settings.value("noise_std")
         est = res.params.to_numpy()
         sd = np.sqrt(stat_var + (gd_lr * lam) ** 2)
         rows += estimate_rows("DP-GD last-step plug-in", truth, est, names=names,

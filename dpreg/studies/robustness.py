@@ -183,7 +183,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
 
         model = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                           **({"tau": tau} if family == "expectile" else {}))
-        truth = clipped_target(model, float(res.settings["clip"]))
+        truth = clipped_target(model, float(res.settings.value("clip")))
     return result_rows(res, truth, alpha=alpha, warned=warned)
 
 
