@@ -302,8 +302,13 @@ def _prepare(formula: str, data: pd.DataFrame, bounds, levels, missing: str):
 def build_design(formula: str, data, *, missing: str = "drop",
                  bounds: Mapping[str, Any] | None = None,
                  levels: Mapping[str, Sequence] | None = None, eval_env: int = 0,
-                 binary_outcome: bool = False, chunk: bool = False) -> Design:
+                 binary_outcome: bool = False) -> Design:
     """Build a :class:`~dpreg.design.Design` from a formula and a DataFrame.
+
+    Also the template of a stream, from its first chunk (later chunks go through
+    :func:`build_chunk`). Identification (``n >= p``, full rank) is never checked here:
+    it is a property of the private data, checked for oracles only
+    (:func:`dpreg.design.check_identified`).
 
     Parameters
     ----------
@@ -333,11 +338,6 @@ def build_design(formula: str, data, *, missing: str = "drop",
         Accept a boolean or two-level categorical outcome and code its second level
         (in patsy's sorted order, ``True`` for booleans) as 1; the outcome's name then
         says which level, e.g. ``"smoker[yes]"``.
-    chunk : bool
-        The data are the first chunk of a stream (later chunks go through
-        :func:`build_chunk`). Identification (``n >= p``, full rank) is never checked
-        here: it is a property of the private data, checked for oracles only
-        (:func:`dpreg.design.check_identified`).
 
     Raises
     ------

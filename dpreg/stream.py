@@ -151,7 +151,7 @@ class LDPStream:
     def _start(self, data: pd.DataFrame) -> None:
         design = build_design(self._formula, data, missing=self._missing,
                               bounds=self._bounds, levels=self._levels, eval_env=self._env,
-                              binary_outcome=self._family.name == "logistic", chunk=True)
+                              binary_outcome=self._family.name == "logistic")
         problem = DPRegression(None, None, _design=design, **self._model_args).problem
         problem.check_privacy(self._opts.strict)
         kinds = column_kinds(self._formula, data)

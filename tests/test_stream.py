@@ -216,7 +216,7 @@ def test_numeric_fast_path_equals_patsy(seed):
     d = pd.DataFrame(rng.standard_normal((500, 3)), columns=["y", "a", "b"])
     d.loc[d.index % 11 == 0, "a"] = np.nan
     formula = "y ~ a + b + a:b"
-    template = build_design(formula, d.iloc[1:50], chunk=True)
+    template = build_design(formula, d.iloc[1:50])
     plan = _numeric_plan(template, d)
     assert plan is not None
     y, X = _numeric_columns(plan, d)
@@ -225,10 +225,9 @@ def test_numeric_fast_path_equals_patsy(seed):
     np.testing.assert_array_equal(X, np.asarray(X_ref))
     np.testing.assert_array_equal(y, np.asarray(y_ref)[:, 0])
     # a categorical or transformed term falls back to patsy
-    cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50],
-                       chunk=True)
+    cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50])
     assert _numeric_plan(cat, d.assign(g="u")) is None
-    logged = build_design("y ~ np.exp(a)", d.iloc[1:50], chunk=True)
+    logged = build_design("y ~ np.exp(a)", d.iloc[1:50])
     assert _numeric_plan(logged, d) is None
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,4 +49,3 @@ class EngineOutput:
     trajectory_iter: np.ndarray
     clip_count: int
     grad_evals: int
-    info: dict = field(default_factory=dict)
