@@ -59,17 +59,33 @@ class DPRegression:
 
     See Also
     --------
-    DPRegression.from_formula, dpreg.dp_ols
+    DPRegression.from_formula : The same model from a patsy formula and a DataFrame.
+    dpreg.dp_ols : Formula in, private results out, in one call.
     """
 
     def __init__(self, endog, exog, *, family: str = "linear", c: float | None = None,
                  tau: float = 0.5, weights: str | None = "default", missing: str = "drop",
-                 bounds: Mapping[str, Any] | None = None, intercept: int | None = None,
-                 _design: Design | None = None):
-        self.family: Family = get_family(family)
-        self.c, self.tau, self.mallows = family_constants(self.family, c, tau, weights)
-        self.design = _design if _design is not None else design_from_arrays(
-            endog, exog, missing=missing, bounds=bounds, intercept=intercept)
+                 bounds: Mapping[str, Any] | None = None, intercept: int | None = None):
+        family = get_family(family)
+        constants = family_constants(family, c, tau, weights)
+        self._set_up(design_from_arrays(endog, exog, missing=missing, bounds=bounds,
+                                        intercept=intercept), family, constants)
+
+    @classmethod
+    def _from_design(cls, design: Design, *, family: str | Family = "linear",
+                     c: float | None = None, tau: float = 0.5,
+                     weights: str | None = "default") -> "DPRegression":
+        """The model of a design already built (by a formula, or a stream's first chunk)."""
+        family = get_family(family)
+        constants = family_constants(family, c, tau, weights)
+        model = cls.__new__(cls)
+        model._set_up(design, family, constants)
+        return model
+
+    def _set_up(self, design: Design, family: Family, constants) -> None:
+        self.family = family
+        self.c, self.tau, self.mallows = constants
+        self.design = design
         self.family.check_y(self.design.endog, self.design.endog_name)
         X = self.design.exog
         self.conditioning = default_conditioning(self.design)
@@ -92,20 +108,36 @@ class DPRegression:
         formula : str
             e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``.
         data : pandas.DataFrame
-        family, c, tau, weights, missing, bounds
+            The data (held by the model; never in its results).
+        family : {"linear", "huber", "logistic", "expectile"}
             As for :class:`DPRegression`.
+        c : float, optional
+            As for :class:`DPRegression`.
+        tau : float
+            As for :class:`DPRegression`.
+        weights : {"mallows", None}, optional
+            As for :class:`DPRegression`.
+        missing : {"drop", "raise"}
+            As for :class:`DPRegression`.
+        bounds : dict, optional
+            As for :class:`DPRegression`; keys are the data's column names.
         levels : dict, optional
             ``{column: [category, ...]}``: the public categories of categorical columns.
             Categories not declared are read from the data and show in the output's
             names, so a :class:`~dpreg.exceptions.PrivacyLeakWarning` says so.
         eval_env : int
             Frames above the caller in which to look up functions used in the formula.
+
+        Returns
+        -------
+        DPRegression
+            The model (nothing is fitted yet).
         """
         family_obj = get_family(family)
         design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
                               eval_env=eval_env + 1,
                               binary_outcome=family_obj.name == "logistic")
-        return cls(None, None, family=family_obj, c=c, tau=tau, weights=weights, _design=design)
+        return cls._from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
 
     @property
     def problem(self) -> Problem:
@@ -114,10 +146,12 @@ class DPRegression:
 
     @property
     def exog_names(self) -> list[str]:
+        """Names of the design's columns, in order."""
         return list(self.design.exog_names)
 
     @property
     def endog_name(self) -> str:
+        """Name of the outcome."""
         return self.design.endog_name
 
     # ------------------------------------------------------------------------------
@@ -253,13 +287,31 @@ class DPRegression:
         return ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
 
     def engine_coordinates(self, opts) -> Conditioning:
-        """The coordinates the engine works in: ``condition="private"`` (default) and
-        ``"bounds"`` map the bounded numeric columns into ``[-1, 1]`` by their declared
-        bounds (:mod:`dpreg.conditioning`; ``"private"`` adds DP-SGD's preconditioner);
-        ``"none"`` uses the design as given."""
+        """The coordinates the engine works in.
+
+        ``condition="private"`` (default) and ``"bounds"`` map the bounded numeric
+        columns into ``[-1, 1]`` by their declared bounds (:mod:`dpreg.conditioning`;
+        ``"private"`` adds DP-SGD's preconditioner); ``"none"`` uses the design as given.
+
+        Parameters
+        ----------
+        opts : dpreg.options.CommonOptions
+            Validated fit options (their ``condition`` decides).
+
+        Returns
+        -------
+        dpreg.conditioning.Conditioning
+            The public map between the user's coordinates and the engine's.
+        """
         return self.problem.coordinates(opts.condition)
 
     def fit_oracle(self) -> DPRegressionResults:
-        """The non-private fit of the same model (see :func:`dpreg.oracle`)."""
+        """The non-private fit of the same model (see :func:`dpreg.oracle`).
+
+        Returns
+        -------
+        DPRegressionResults
+            With ``private=False`` and no ledger.
+        """
         check_identified(self.design)  # private fits never refuse on the data's rank
         return fit_oracle(self.design, self.objective)

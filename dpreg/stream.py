@@ -45,8 +45,12 @@ class LDPStream:
         Patsy formula, e.g. ``"y ~ x1 + x2"``.
     family : {"huber", "logistic", "expectile", "linear"}
         Default ``"huber"`` (c = 1.345 with Mallows weights, as in the ldp-sgd paper).
-    c, tau, weights
+    c : float, optional
         As for :class:`dpreg.DPRegression`.
+    tau : float
+        As for :class:`dpreg.DPRegression`.
+    weights : {"mallows", None}, optional
+        As for :class:`dpreg.DPRegression` (default on for Huber and expectile).
     bounds : dict, optional
         Public bounds ``{column: (lower, upper)}``, enforced by clipping in every chunk.
     levels : dict, optional
@@ -71,6 +75,16 @@ class LDPStream:
         ``"private"``, the default, means ``"bounds"`` here: the public map only, see
         the LDP page). See :meth:`dpreg.DPRegression.fit`.
 
+    Notes
+    -----
+    Each row is touched once, by its owner, through a Gaussian mechanism with
+    sensitivity ``2 B0`` and noise ``2 B0 / mu_path``: the stream is ``mu_path``-GDP for
+    every person whatever the order of the rows (parallel composition, ldp-sgd paper
+    Prop. 5). The server sees only noisy gradients. The private plug-in ("plugin")
+    needs a curator (see :mod:`dpreg.fits.ldp_sgd`) and costs its own budget, released once:
+    the first :meth:`results` that includes it records it in the ledger; later calls
+    reuse it scaled to the current n.
+
     Examples
     --------
     >>> stream = dpreg.LDPStream("y ~ x1 + x2", family="huber", mu=1,
@@ -78,16 +92,6 @@ class LDPStream:
     >>> for chunk in pd.read_csv("big.csv", chunksize=100_000):       # doctest: +SKIP
     ...     stream.partial_fit(chunk)
     >>> print(stream.results().summary())                             # doctest: +SKIP
-
-    Notes
-    -----
-    Each row is touched once, by its owner, through a Gaussian mechanism with
-    sensitivity ``2 B0`` and noise ``2 B0 / mu_path``: the stream is ``mu_path``-GDP for
-    every person whatever the order of the rows (parallel composition, ldp-sgd paper
-    Prop. 5). The server sees only noisy gradients. The private plug-in ("plugin")
-    needs a curator (see the module notes) and costs its own budget, released once:
-    the first :meth:`results` that includes it records it in the ledger; later calls
-    reuse it scaled to the current n.
     """
 
     def __init__(self, formula: str, *, family: str = "huber", c: float | None = None,
@@ -129,12 +133,22 @@ class LDPStream:
         return None if self._run is None else self._run.ledger
 
     def partial_fit(self, chunk) -> "LDPStream":
-        """Take one step per row of ``chunk`` (a DataFrame or a pyarrow batch/table).
+        """Take one step per row of ``chunk``.
 
         A bad chunk (missing column, changed dtype, missing value with
         ``missing="raise"``, a category outside the declared levels) raises a
         :class:`~dpreg.exceptions.DataError` before any row is used: the stream's
         state is unchanged and the next chunk can follow.
+
+        Parameters
+        ----------
+        chunk : pandas.DataFrame, pyarrow.Table or pyarrow.RecordBatch
+            The next rows, in their order of arrival.
+
+        Returns
+        -------
+        LDPStream
+            The stream itself (calls chain).
         """
         data = _as_frame(chunk)
         if self._run is None:
@@ -152,7 +166,7 @@ class LDPStream:
         design = build_design(self._formula, data, missing=self._missing,
                               bounds=self._bounds, levels=self._levels, eval_env=self._env,
                               binary_outcome=self._family.name == "logistic")
-        problem = DPRegression(None, None, _design=design, **self._model_args).problem
+        problem = DPRegression._from_design(design, **self._model_args).problem
         problem.check_privacy(self._opts.strict)
         kinds = column_kinds(self._formula, data)
         run = LDPRun(problem, self._opts, self._request)
@@ -172,6 +186,11 @@ class LDPStream:
             Rows per chunk when reading a file.
         progress : bool
             Show a progress bar over chunks.
+
+        Returns
+        -------
+        LDPStream
+            The stream itself.
         """
         if isinstance(chunksize, bool) or not isinstance(chunksize, int) or chunksize < 1:
             raise OptionError(f"chunksize must be a positive integer, got {chunksize!r}")
@@ -189,6 +208,11 @@ class LDPStream:
             Release the private plug-in matrices (default: if the budget has a share
             for them). They are released once per stream; ``plugin=False`` gives random
             scaling and batch means without spending it.
+
+        Returns
+        -------
+        DPRegressionResults
+            Estimates and intervals for the rows seen so far, with a copy of the ledger.
         """
         if self._run is None:
             raise DataError("the stream has seen no rows yet; call partial_fit first")

@@ -105,6 +105,12 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
         Source of every random number of the run.
     progress : bool
         Show a tqdm progress bar over blocks.
+
+    Returns
+    -------
+    EngineOutput
+        The averaged iterate, the last iterate, the random-scaling matrix, the
+        trajectory and the (non-private) count of clipped gradients.
     """
     n, p = X.shape
     T = settings.steps

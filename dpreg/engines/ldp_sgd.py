@@ -163,6 +163,7 @@ class LDPPath:
 
     @property
     def nobs(self) -> int:
+        """Rows (steps) taken so far."""
         return self._t
 
     # ------------------------------------------------------------------ marks
@@ -204,8 +205,20 @@ class LDPPath:
         del self._marks[n_marks:], self._mark_avg[n_marks:], self._mark_q[n_marks:]
 
     def update(self, X: np.ndarray, y: np.ndarray, weights: np.ndarray) -> None:
-        """Take one step per row of ``X`` (in order). All or nothing: if the path
-        diverges the state is restored and :class:`ConvergenceError` is raised."""
+        """Take one step per row of ``X`` (in order).
+
+        All or nothing: if the path diverges the state is restored and
+        :class:`~dpreg.exceptions.ConvergenceError` is raised.
+
+        Parameters
+        ----------
+        X : ndarray (k, p)
+            The rows, in the engine's coordinates.
+        y : ndarray (k,)
+            Their outcomes.
+        weights : ndarray (k,)
+            Their row weights (Mallows weights, or ones).
+        """
         saved = self._state()
         try:
             self._update(X, y, weights)
@@ -254,7 +267,14 @@ class LDPPath:
 
     # ------------------------------------------------------------------ output
     def snapshot(self) -> LDPSnapshot:
-        """Everything the pass has produced so far, without changing its state."""
+        """Everything the pass has produced so far, without changing its state.
+
+        Returns
+        -------
+        LDPSnapshot
+            Copies of the estimate, the random-scaling matrix, the plug-in sums and the
+            marks of the running average.
+        """
         t = self._t
         ref, s_run = self._ref.copy(), self._s_run.copy()
         m_acc, l_acc = self._m_acc.copy(), self._l_acc.copy()
