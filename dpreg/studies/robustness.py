@@ -244,8 +244,8 @@ def draw_robustness(summary: pd.DataFrame, path=None, *, coef: str = "(average)"
     """
     from matplotlib.figure import Figure
 
-    factors = [c for c in ("family", "n", "p", "budget", "batch", "steps_per_n", "errors",
-                           "sampling", "tau") if c in summary]
+    factors = [c for c in ("engine", "family", "n", "p", "budget", "batch", "steps_per_n",
+                           "errors", "sampling", "tau") if c in summary]
     data = summary[(summary["coef"] == coef) & (summary["method"] != "oracle")]
     methods = sorted(data["method"].unique())
     cells = data[factors].drop_duplicates().reset_index(drop=True)
@@ -262,14 +262,15 @@ def draw_robustness(summary: pd.DataFrame, path=None, *, coef: str = "(average)"
                 ax.errorbar(quiet["coverage"], [i] * len(quiet),
                             xerr=1.96 * quiet["coverage_mcse"], fmt="o", color="C0",
                             capsize=2)
-            ax.text(1.005, i, f"warned {share:.0%}", va="center", fontsize=7,
-                    transform=ax.get_yaxis_transform())
+            if len(rows):  # the engine of this cell offers this method
+                ax.text(1.005, i, f"warned {share:.0%}", va="center", fontsize=7,
+                        transform=ax.get_yaxis_transform())
         ax.axvline(0.95, color="grey", lw=1)
         ax.set_yticks(range(len(cells)), labels if ax is axes[0] else [""] * len(cells),
                       fontsize=7)
         ax.set_xlim(0.5, 1.0)
         ax.set_xlabel(f"{method}: coverage of unwarned 95% intervals")
-        ax.invert_yaxis()
+        ax.set_ylim(len(cells) - 0.5, -0.5)  # every panel on the same rows, top down
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
