@@ -34,6 +34,30 @@ def rs_accumulate(theta, ref, s_run, m_acc, l_acc, t):
 
 
 @njit(cache=True)
+def descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step, dbuf):
+    """One step ``theta <- theta - step * P (inv_denom * gbuf + noise_scale * noise[b])``
+    (``P = precond``; an empty 0 x 0 array means the identity), shared by the DP-SGD and
+    DP-GD kernels; ``dbuf`` is a work array. Returns whether every coordinate is finite."""
+    p = theta.shape[0]
+    if precond.shape[0] == 0:
+        for j in range(p):
+            theta[j] -= step * (inv_denom * gbuf[j] + noise_scale * noise[b, j])
+    else:
+        for j in range(p):
+            dbuf[j] = inv_denom * gbuf[j] + noise_scale * noise[b, j]
+        for j in range(p):
+            d = 0.0
+            for k in range(p):
+                d += precond[j, k] * dbuf[k]
+            theta[j] -= step * d
+    finite = True
+    for j in range(p):
+        if not np.isfinite(theta[j]):
+            finite = False
+    return finite
+
+
+@njit(cache=True)
 def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
                 inv_denom, noise_scale, precond, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
                 dbuf, traj_stride, traj_avg, traj_iter, clip_count):
@@ -99,23 +123,7 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             for j in range(p):
                 gbuf[j] += g * xb[r, j]
         step = lr * t ** (-lr_decay)
-        finite = True
-        if precond.shape[0] == 0:
-            for j in range(p):
-                theta[j] -= step * (inv_denom * gbuf[j] + noise_scale * noise[b, j])
-                if not np.isfinite(theta[j]):
-                    finite = False
-        else:
-            for j in range(p):
-                dbuf[j] = inv_denom * gbuf[j] + noise_scale * noise[b, j]
-            for j in range(p):
-                d = 0.0
-                for k in range(p):
-                    d += precond[j, k] * dbuf[k]
-                theta[j] -= step * d
-                if not np.isfinite(theta[j]):
-                    finite = False
-        if not finite:
+        if not descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step, dbuf):
             return STATUS_NONFINITE, b
         rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)
         to_snap -= 1
