@@ -34,11 +34,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
-from dpreg.inference.diagnostics import (
-    CURVATURE_BIAS_LIMIT,
-    curvature_bias,
-    iterate_report,
-)
+from dpreg.inference.diagnostics import iterate_report, with_curvature_bias
 from dpreg.inference.iterates import (
     AGGREGATES,
     aggregate,
@@ -331,12 +327,9 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
             and problem.objective.family.name == "logistic" and len(engine_path0) > 1:
         # the curvature bias of the averaged iterate, as for DP-SGD (spread of the
         # post-burn-in iterates in the private second moment G = P^-1)
-        bias = curvature_bias(np.asarray(params), engine_path0, engine_path0.mean(axis=0),
-                              np.linalg.inv(precond), inferences[opts.cov_type].scale)
-        report = dataclasses.replace(
-            report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
-            curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
-                                   if b > CURVATURE_BIAS_LIMIT))
+        report = with_curvature_bias(report, names, np.asarray(params), engine_path0,
+                                     engine_path0.mean(axis=0), np.linalg.inv(precond),
+                                     inferences[opts.cov_type].scale)
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, {"noise_std": "noise_std (lambda)"}),

@@ -28,11 +28,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
-from dpreg.inference.diagnostics import (
-    CURVATURE_BIAS_LIMIT,
-    curvature_bias,
-    path_report,
-)
+from dpreg.inference.diagnostics import path_report, with_curvature_bias
 from dpreg.inference.plugin import (
     floor_eigenvalues,
     hessian_matrix,
@@ -185,13 +181,9 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                          settings.steps, extras)
     if report is not None and precond is not None \
             and problem.objective.family.name == "logistic":
-        bias = curvature_bias(cond.params(out.params), out.trajectory_iter, out.params,
-                              np.linalg.inv(precond), inferences["plugin"].scale)
-        names = list(design.exog_names)
-        report = dataclasses.replace(
-            report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
-            curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
-                                   if b > CURVATURE_BIAS_LIMIT))
+        report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
+                                     out.trajectory_iter, out.params, np.linalg.inv(precond),
+                                     inferences["plugin"].scale)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     cov_type = opts.cov_type
     if "cov_type" not in given and report is not None and report.floor_decided \

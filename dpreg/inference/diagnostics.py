@@ -82,6 +82,7 @@ import numpy as np
 __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
            "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
            "RS_HALVES_LIMIT", "GD_ALARM", "CURVATURE_BIAS_LIMIT", "curvature_bias",
+           "with_curvature_bias",
            "check_path", "ratio_false_alarm", "one_pass_null", "one_pass_false_alarm",
            "one_pass_report", "iterate_report", "iterate_checks"]
 
@@ -277,6 +278,20 @@ def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
     spread = max(float(np.trace(np.asarray(G) @ C)), 0.0)
     k = np.sqrt(1.0 + np.pi * spread / 8.0)
     return (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
+
+
+def with_curvature_bias(report: ConvergenceReport, names, params, iterates, centre, G,
+                        plugin_se) -> ConvergenceReport:
+    """``report`` with the curvature-bias check of a logistic path added (module notes;
+    the arguments after ``names`` are those of :func:`curvature_bias`)."""
+    import dataclasses
+
+    bias = curvature_bias(params, iterates, centre, G, plugin_se)
+    names = list(names)
+    return dataclasses.replace(
+        report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
+        curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
+                               if b > CURVATURE_BIAS_LIMIT))
 
 
 def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
