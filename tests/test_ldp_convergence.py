@@ -195,3 +195,37 @@ def test_halves_law_against_karhunen_loeve():
     for level in (1.0, 2.0, 4.0):
         p1, p2 = np.mean(np.abs(halves) > level), np.mean(kl > level)
         assert abs(p1 - p2) < 4 * math.sqrt(p2 * (1 - p2) * 2 / 40_000) + 1e-3, level
+
+
+def test_spread_needed_is_the_public_mixing_condition():
+    """The share of half its declared range a covariate must spread over for one pass to
+    mix: sqrt(10 (n + t0)^alpha / (lr hess_bound n)), by hand at the Huber default of
+    the robustness study's LDP cell (n = 20,000, lr = 0.5): 0.394."""
+    from dpreg.fits.ldp_sgd import spread_needed
+
+    by_hand = math.sqrt(10 * 20_000 ** 0.51 / (0.5 * 1.0 * 20_000))
+    assert spread_needed(20_000, 0.5, 0.51, 0.0, 1.0) == pytest.approx(by_hand, rel=1e-12)
+    assert 0.39 < by_hand < 0.40
+    # more rows or a larger step lower it; an offset raises it
+    assert spread_needed(80_000, 0.5, 0.51, 0.0, 1.0) < by_hand
+    assert spread_needed(20_000, 2.0, 0.51, 0.0, 1.0) < by_hand
+    assert spread_needed(20_000, 0.5, 0.51, 500.0, 1.0) > by_hand
+
+
+def test_ldp_summary_states_the_spread_its_intervals_assume(seed):
+    """A fit in declared boxes says, from public numbers only, how much of each box the
+    covariates must fill for its intervals; a fit on Mallows weights (no box) does not."""
+    d, bounds = _loose_box(seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boxed = dpreg.dp_huber("y ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2,
+                               bounds=bounds, random_state=seed)
+        mallows = dpreg.dp_huber("y ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2,
+                                 random_state=seed)
+    s = boxed.settings
+    from dpreg.fits.ldp_sgd import spread_needed
+
+    share = spread_needed(len(d), float(s.value("lr")), float(s.value("lr_decay")),
+                          float(s.value("step_offset")), 1.0)
+    assert f"at least {share:.0%} of half its declared range" in boxed.summary().as_text()
+    assert "of half its declared range" not in mallows.summary().as_text()

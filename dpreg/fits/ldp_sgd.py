@@ -51,7 +51,7 @@ from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["LDPRun", "LDPOptions", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR", "LABEL",
-           "LDP_PLUGIN_SPLIT"]
+           "LDP_PLUGIN_SPLIT", "MIXING_SHARE", "spread_needed"]
 
 PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
 LABEL = "LDP-SGD"
@@ -134,6 +134,30 @@ def ldp_step(obj, row_sq: float, lr_decay: float) -> tuple[float, float, str]:
                     f"exceeds 1/(hess_bound row_sq) = {1 / (obj.hess_bound * row_sq):.4g}, "
                     "and the path decorrelates within one pass (a linear score has no "
                     "step-size bias).")
+
+
+#: A one-pass path's intervals need its slowest direction to decorrelate within a tenth
+#: of the pass (:func:`spread_needed`).
+MIXING_SHARE = 10.0
+
+
+def spread_needed(n: int, lr: float, lr_decay: float, step_offset: float,
+                  hess_bound: float) -> float:
+    """The smallest standard deviation, as a share of half its declared range, that a
+    covariate needs for one pass to mix in its direction (public: n and the schedule).
+
+    In the bounds coordinates a covariate spread ``s`` (its standard deviation over half
+    its declared range) gives its direction a curvature of at most ``hess_bound s^2``,
+    and the path decorrelates there on a time scale ``(n + t0)^alpha / (lr hess_bound
+    s^2)`` at the end of the pass. Random scaling and batch means estimate the variance
+    from the path's own fluctuations, so they need that scale to be a small share of
+    ``n``: ``s >= sqrt(MIXING_SHARE (n + t0)^alpha / (lr hess_bound n))``. The robustness
+    study's natural-units LDP cells sit at a curvature twice the critical value (``s =
+    0.2`` for schooling, Huber: random scaling covers 0.61) and the ldp-sgd paper's
+    standardized design at 20-45 times it (covers); ``validation/ldp_slow_direction.py``.
+    """
+    scale = MIXING_SHARE * (n + step_offset) ** lr_decay / (lr * hess_bound * n)
+    return math.sqrt(scale)
 
 
 class LDPRun:
@@ -295,6 +319,17 @@ class LDPRun:
             cov_type = "rs"
             notes.append(f"cov_type {self.opts.cov_type!r} is not available for this "
                          "release; p-values use random scaling.")
+        if not cond.is_identity:
+            share = spread_needed(n, self.settings.lr, self.settings.lr_decay,
+                                  self.settings.step_offset, self.problem.objective.hess_bound)
+            notes.append(
+                "One pass mixes only in the directions the data fill: with this n and step, "
+                "the intervals assume each bounded covariate's standard deviation is at "
+                f"least {min(share, 1.0):.0%} of half its declared range" + (
+                    " (more than any covariate can have: declare tighter bounds, pass a "
+                    "larger lr=, or use more rows)" if share >= 1 else
+                    "; below it they come out too short: declare tighter bounds or pass a "
+                    "larger lr=") + " (spread_needed in dpreg.fits.ldp_sgd).")
         mu_path = self.ledger.events[0].mu()
         notes.append(f"LDP-SGD: every row was privatized by its owner (mu = {mu_path:.4g} "
                      "GDP locally); one pass in the order of arrival.")
