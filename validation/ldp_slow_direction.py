@@ -31,8 +31,7 @@ ALPHA = 0.51
 
 
 @njit(cache=True)
-def one_pass(Z, y, sigma, lr, t0, theta0, seed):
-    np.random.seed(seed)
+def one_pass(Z, y, sigma, lr, t0, theta0, noise):
     n, p = Z.shape
     theta = theta0.copy()
     avg = np.zeros(p)
@@ -40,7 +39,7 @@ def one_pass(Z, y, sigma, lr, t0, theta0, seed):
         r = y[i] - Z[i] @ theta
         psi = max(-C, min(C, r))
         w = min(1.0, 2.0 / (Z[i] @ Z[i]))
-        g = -w * psi * Z[i] + sigma * np.random.standard_normal(p)
+        g = -w * psi * Z[i] + sigma * noise[i]
         theta = theta - lr * (i + 1 + t0) ** (-ALPHA) * g
         avg += (theta - avg) / (i + 1)
     return avg
@@ -91,7 +90,8 @@ def main(argv=None):
         for seed in range(args.reps):
             Z, y, truth = design(rng, n)
             start = truth.copy() if at_truth else np.zeros(3)
-            errs.append(one_pass(Z, y, sigma, lr, t0, start, seed) - truth)
+            noise = np.random.default_rng(seed).standard_normal(Z.shape)
+            errs.append(one_pass(Z, y, sigma, lr, t0, start, noise) - truth)
         errs = np.asarray(errs)
         print(f"{label:28s} mean error {np.round(errs.mean(0), 3)}  (MC s.e. "
               f"{np.round(errs.std(0, ddof=1) / np.sqrt(args.reps), 3)}); sd "
