@@ -162,3 +162,27 @@ def test_wide_layout_default_names_and_budget_rows(pair):
     row = {x.split()[0]: x.split()[1:] for x in lines if x.startswith(("N ", "Budget"))}
     assert row["N"] == ["300", "300"]
     assert row["Budget"] == ["(mu)", f"{res.ledger.total_mu:.3g}", "non-private"]
+
+
+def test_long_settings_do_not_stretch_the_summary():
+    """The conditioning's description (about 190 characters with a private
+    preconditioner) used to stretch every table of the summary to its length (222
+    characters at the defaults); it is now printed wrapped below the settings table."""
+    import warnings
+
+    import numpy as np
+
+    import dpreg
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, _ = natural_units_design(3000, 3, np.random.default_rng(1),
+                                                    family="linear", errors="hetero")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols(formula, data, bounds=bounds, mu=2, random_state=1)
+    text = res.summary().as_text()
+    assert max(len(line) for line in text.splitlines()) < 140
+    conditioning = res.settings.value("conditioning")
+    assert len(conditioning) > 40
+    assert "conditioning: " + conditioning.split()[0] in text
+    assert " ".join(text.split()).count(" ".join(conditioning.split())) == 1

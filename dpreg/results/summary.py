@@ -15,6 +15,7 @@ row per variable, model and inference method.
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import TYPE_CHECKING, Sequence
 
 import pandas as pd
@@ -31,6 +32,10 @@ __all__ = ["summary_col", "summary_col_wide", "summary_col_long", "fit_summary",
            "coefficient_frame", "METHOD_LABELS"]
 
 LAYOUTS = ("wide", "long")
+#: Settings values longer than this are printed as wrapped lines below the settings
+#: table (at :data:`WRAP_WIDTH`), not inside it.
+LONG_SETTING = 40
+WRAP_WIDTH = 88
 
 #: Display names of the inference methods (``Results.inferences`` keys).
 METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
@@ -74,7 +79,14 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     smry.add_dict(top, ncols=2)
     smry.add_df(coefficient_frame(res, alpha), float_format="%.4f")
     if res.settings:
-        smry.add_dict({f"{k}:": _fmt(v) for k, v in res.settings.items()}, ncols=2)
+        # a long value (the conditioning's description) would stretch every table of
+        # the summary to its length: it goes below the settings table, wrapped
+        short = {f"{k}:": _fmt(v) for k, v in res.settings.items()
+                 if len(_fmt(v)) <= LONG_SETTING}
+        smry.add_dict(short, ncols=2)
+        for k, v in res.settings.items():
+            if len(_fmt(v)) > LONG_SETTING:
+                smry.add_text(textwrap.fill(f"{k}: {_fmt(v)}", width=WRAP_WIDTH))
     for note in res.notes:
         smry.add_text(note)
     for inf in res.inferences.values():
