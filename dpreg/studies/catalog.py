@@ -13,6 +13,8 @@ name               what
 ``ldp-fig3``       ldp-sgd paper, Figure 3: coverage against the nominal level (p = 5)
 ``dpgd-fig5-6``    dpgd paper, Figures 5 and 6: batch means, checkpoints, independent runs
                    (needs ``dpgd``)
+``robustness``     natural units in loose boxes, every family, engine, batch and budget
+``engines``        the engines' intervals compared on linear regression (issue 18)
 =================  =========================================================================
 
 :func:`get_study` returns a :class:`~dpreg.studies.Study`; run it with
@@ -27,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.exceptions import OptionError
+from dpreg.studies import engine_comparison as ec
 from dpreg.studies import replicates as rp
 from dpreg.studies import robustness as rb
 from dpreg.studies.plots import plot_coverage, plot_length, plot_metric
@@ -141,6 +144,32 @@ def _robustness() -> Study:
                     "the share of replications in which the package warned "
                     "(ConvergenceWarning).",
         figures=(FigureSpec("coverage", rb.draw_robustness),))
+
+
+# ---------------------------------------------------------------------------- engines
+#: The engines of the comparison study (``ssp`` joins when it is registered).
+COMPARISON_ENGINES = ("dpsgd", "dpgd", "ssp", "adassp")
+
+
+@register_study
+def _engine_comparison() -> Study:
+    from dpreg.fits.registry import ENGINES
+
+    engines = [e for e in COMPARISON_ENGINES if e in ENGINES]
+    return Study(
+        name="engines", replicate=ec.comparison_replicate,
+        grid=[
+            dict(n=[500, 2000, 10_000, 100_000], p=[3, 10],
+                 budget=["mu=0.5", "mu=1", "mu=2", "mu=5"], errors=["normal", "hetero"],
+                 engine=engines),
+            dict(n=[2000], p=[3], budget=["eps=1,delta=1e-5"], errors=["normal", "hetero"],
+                 engine=engines),
+        ],
+        constants=dict(alpha=0.05), reps=200, seed=20261125,
+        title="Engines compared: linear regression, natural units, same total budget",
+        description="Coverage of the population coefficients and mean length of every "
+                    "interval of DP-SGD, DP-GD, the sufficient-statistics engine and "
+                    "AdaSSP, at the package's defaults, with fit times.")
 
 
 # ---------------------------------------------------------------------------- dpsgd paper

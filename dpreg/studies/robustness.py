@@ -54,7 +54,8 @@ def natural_units_design(n: int, p: int, rng: np.random.Generator, *, family: st
     ``p - 1`` covariates cycle through the kinds of ``_KINDS`` (numbered from the second
     round: ``age2``, ...); each slope moves the linear index by 0.3 standard deviations
     of its covariate. Errors: ``"hetero"`` (normal, s.d. from 0.5 to 1.5 with the first
-    covariate), ``"t3"`` (Student t with 3 degrees of freedom, unit variance). The
+    covariate), ``"t3"`` (Student t with 3 degrees of freedom, unit variance),
+    ``"normal"`` (homoskedastic N(0, 1)). The
     outcome's bounds are the index's range over the boxes' centres plus 12.
     """
     cols, bounds, slopes = {}, {}, []
@@ -79,6 +80,9 @@ def natural_units_design(n: int, p: int, rng: np.random.Generator, *, family: st
         if errors == "t3":
             dist = stats.t(3, scale=1 / np.sqrt(3))
             e = dist.rvs(size=n, random_state=rng)
+        elif errors == "normal":
+            dist = stats.norm()
+            e = rng.standard_normal(n)
         else:
             u = (X[:, 0] - X[:, 0].min()) / max(np.ptp(X[:, 0]), 1e-12)
             e = rng.standard_normal(n) * (0.5 + u)

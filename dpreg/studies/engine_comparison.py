@@ -1,0 +1,181 @@
+"""The engine comparison: at a user's n, p and budget, which valid interval is shortest?
+
+Linear regression on the robustness study's natural-units design (covariates as an
+economist writes them, inside honest but loose declared boxes;
+:func:`dpreg.studies.robustness.natural_units_design`), homoskedastic (``"normal"``) or
+heteroskedastic (``"hetero"``) errors, fitted at the package's defaults by every engine
+that offers intervals: DP-SGD (plug-in and random scaling), DP-GD (batch means and
+checkpoints), the sufficient-statistics engine ``ssp`` (analytic and parametric
+bootstrap) when it is installed, and AdaSSP (its interval is for OLS on the sample, so it
+is scored but never chosen). Every fit spends the same total budget.
+
+Each interval is scored against the **population** coefficients, the question a user
+asks; DP-GD's intervals are built for the minimizer of its clipped objective on the data,
+so its rows are scored against that target too (``target = "clipped"``), which tells a
+failure of the engine from a difference of estimand. The replication's fit time is kept
+(``seconds``).
+
+:func:`comparison_table` gives, per cell and interval, coverage (all fits and the fits
+that did not warn), the share of fits that warned, mean length, fit time and the verdict
+(covers within 3 Monte Carlo s.e., as in the robustness study);
+:func:`shortest_valid` the shortest passing interval of each cell and its ratio to the
+next best.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from dpreg.api import dp_ols
+from dpreg.exceptions import ConvergenceWarning
+from dpreg.studies.records import result_rows
+from dpreg.studies.robustness import clipped_target, natural_units_design
+
+__all__ = ["comparison_replicate", "comparison_table", "shortest_valid",
+           "CHOOSABLE_TARGET"]
+
+#: The intervals a user choosing an engine compares: those for the population.
+CHOOSABLE_TARGET = "population"
+
+
+def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engine: str,
+                         alpha: float) -> list[dict]:
+    """One data set, one fit by ``engine`` at its defaults, rows for every interval.
+
+    Parameters
+    ----------
+    seed : numpy.random.SeedSequence
+    n, p : int
+        Rows and coefficients (intercept included).
+    budget : str
+        ``"mu=<value>"`` or ``"eps=<e>,delta=<d>"``.
+    errors : {"normal", "hetero"}
+    engine : str
+        A registered engine name.
+    alpha : float
+        Nominal miscoverage.
+
+    Returns
+    -------
+    list of dict
+        :func:`dpreg.studies.result_rows` with the keys ``target`` (``"population"``,
+        and ``"clipped"`` for DP-GD's own target), ``warned`` and ``seconds``.
+    """
+    data_seed, fit_seed = seed.spawn(2)
+    rng = np.random.default_rng(data_seed)
+    data, formula, bounds, truth = natural_units_design(n, p, rng, family="linear",
+                                                        errors=errors)
+    options = dict(bounds=bounds, engine=engine,
+                   random_state=int(fit_seed.generate_state(1)[0]))
+    for part in budget.split(","):
+        key, value = part.split("=")
+        options[{"eps": "epsilon"}.get(key, key)] = float(value)
+    start = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = dp_ols(formula, data, **options)
+    seconds = time.perf_counter() - start
+    warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
+    rows = result_rows(res, truth, alpha=alpha, warned=warned, seconds=seconds,
+                       target=CHOOSABLE_TARGET)
+    if engine == "dpgd":
+        from dpreg.model import DPRegression
+
+        model = DPRegression.from_formula(formula, data, family="linear", bounds=bounds)
+        clipped = clipped_target(model, float(res.settings.value("clip")))
+        rows += result_rows(res, clipped, alpha=alpha, warned=warned, seconds=seconds,
+                            target="clipped")
+    return rows
+
+
+def comparison_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
+    """Per cell, engine, interval method and target: coverage, warnings, length, time.
+
+    The replication is the unit (coefficients of one fit share its data): coverage is
+    the share of a fit's coefficients covered, averaged over fits. An interval
+    ``passes`` when the fits that did not warn cover ``1 - alpha`` within 3 Monte Carlo
+    standard errors (or more). A pass by warnings alone (the robustness study's other
+    way to pass) is not a valid interval for a user to choose, so it is not counted.
+
+    Parameters
+    ----------
+    raw : pandas.DataFrame
+        :func:`dpreg.studies.run_replicates` of the ``engines`` study.
+    alpha : float
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns: the cell's factors, ``engine``, ``method``, ``target``, ``reps``,
+        ``coverage``, ``coverage_unwarned``, ``mcse``, ``warned``, ``length`` (the
+        geometric mean over coefficients of each one's mean length: the coefficients'
+        scales cancel in a ratio of two intervals' lengths), ``seconds`` (mean fit time),
+        ``passes``.
+    """
+    factors = [c for c in ("n", "p", "budget", "errors") if c in raw]
+    raw = raw.copy()
+    raw["covered"] = (raw["lower"] <= raw["truth"]) & (raw["truth"] <= raw["upper"])
+    raw["length"] = raw["upper"] - raw["lower"]
+    rows = []
+    for key, g in raw.groupby(factors + ["engine", "method", "target"], sort=False):
+        per_rep = g.groupby("rep").agg(covered=("covered", "mean"), warned=("warned", "max"),
+                                       seconds=("seconds", "first"))
+        # coefficients in natural units differ in scale: the geometric mean over them of
+        # each one's mean length, so that ratios between intervals are scale-free
+        length = float(np.exp(np.mean(np.log(g.groupby("coef")["length"].mean()))))
+        quiet = per_rep[per_rep["warned"] == 0]
+        cov_quiet = float(quiet["covered"].mean()) if len(quiet) else float("nan")
+        mcse = float(np.sqrt(alpha * (1 - alpha) / len(quiet))) if len(quiet) else float("nan")
+        passes = bool(len(quiet) and cov_quiet >= 1 - alpha - 3 * mcse)
+        rows.append(dict(zip(factors + ["engine", "method", "target"], key, strict=True),
+                         reps=len(per_rep), coverage=float(per_rep["covered"].mean()),
+                         coverage_unwarned=cov_quiet, mcse=mcse,
+                         warned=float(per_rep["warned"].mean()),
+                         length=length,
+                         seconds=float(per_rep["seconds"].mean()), passes=passes))
+    return pd.DataFrame(rows)
+
+
+def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.DataFrame:
+    """The shortest interval for the population coefficients that passes, per cell.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`comparison_table`.
+    exclude_engines : sequence of str
+        Engines whose intervals are not for the population (AdaSSP's covers OLS on the
+        sample), never chosen.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per cell: ``engine``, ``method``, ``length`` and ``coverage_unwarned`` of
+        the shortest passing interval, the runner-up's ``next_engine``,
+        ``next_method`` and ``ratio`` (its length over the shortest's), and
+        ``failing``, the intervals that did not pass (``engine/method``).
+    """
+    factors = [c for c in ("n", "p", "budget", "errors") if c in table]
+    pool = table[(table["target"] == CHOOSABLE_TARGET)
+                 & ~table["engine"].isin(list(exclude_engines))]
+    rows = []
+    for key, g in pool.groupby(factors, sort=False):
+        ok = g[g["passes"]].sort_values("length")
+        bad = g[~g["passes"]]
+        row = dict(zip(factors, key, strict=True))
+        row["failing"] = ", ".join(f"{e}/{m}" for e, m in zip(bad["engine"], bad["method"],
+                                                                strict=True))
+        if len(ok):
+            best = ok.iloc[0]
+            row.update(engine=best["engine"], method=best["method"], length=best["length"],
+                       coverage_unwarned=best["coverage_unwarned"])
+            if len(ok) > 1:
+                nxt = ok.iloc[1]
+                row.update(next_engine=nxt["engine"], next_method=nxt["method"],
+                           ratio=nxt["length"] / best["length"])
+        rows.append(row)
+    return pd.DataFrame(rows)
