@@ -168,8 +168,11 @@ class DPRegression:
         rho : float, optional
             Total budget in zCDP, met by the RDP accountant. Give exactly one of ``mu``,
             ``epsilon`` with ``delta``, or ``rho``.
-        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp"}
+        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "auto"}
             ``"dpsgd"``: central DP-SGD with randomized subsampling (default).
+            ``"auto"``: the engine and interval the engines study found shortest among
+            those that covered, chosen from n, p, the family and the budget
+            (:mod:`dpreg.fits.engine_choice`); the summary gives the reason.
             ``"ldp_sgd"``: local DP, one pass, each row privatized by its owner (see
             :class:`dpreg.LDPStream`). ``"dpgd"``: full-batch DP-GD (Brown et al.).
             ``"adassp"``: AdaSSP sufficient statistics (linear family only). The
@@ -275,6 +278,9 @@ class DPRegression:
         Full-batch DP-GD and one-row LDP-SGD use ``lr_scale / (hess_bound *
         x_bound^2)`` on the design as given.
         """
+        auto_reason = None
+        if options.get("engine") == "auto":
+            options, auto_reason = self._resolve_auto(options)
         opts = fit_options(**options)
         warn_fixed_seed(opts.random_state)
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
@@ -284,7 +290,27 @@ class DPRegression:
         if opts.diagnostics:
             leak("diagnostics=True attaches the count of clipped gradients, a "
                  "non-private statistic of the data", opts.strict)
-        return ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
+        res = ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
+        if auto_reason is not None:
+            res.notes = res.notes + (auto_reason,)
+        return res
+
+    def _resolve_auto(self, options: dict) -> tuple[dict, str]:
+        """``engine="auto"``: the options with the engine (and, unless given, the
+        interval) that :func:`dpreg.fits.engine_choice.choose_engine` picks from public
+        information, and its reason for the summary."""
+        from dpreg.fits.engine_choice import choose_engine
+
+        request = PrivacyRequest.from_options(
+            mu=options.get("mu"), epsilon=options.get("epsilon"),
+            delta=options.get("delta"), rho=options.get("rho"))
+        design = self.design
+        engine, cov_type, reason = choose_engine(design.nobs, design.k_exog,
+                                                 self.objective.family.name, request)
+        chosen = dict(options, engine=engine)
+        if cov_type is not None and options.get("cov_type") is None:
+            chosen["cov_type"] = cov_type
+        return chosen, reason
 
     def engine_coordinates(self, opts) -> Conditioning:
         """The coordinates the engine works in.

@@ -153,6 +153,33 @@ def test_linear_step_is_capped_by_its_offset():
     huber = Objective(family=get_family("huber"), c=1.345, tau=0.5, weights=np.ones(1),
                       mallows=True)
     assert ldp_step(huber, 2.0, 0.51)[:2] == (0.5, 0.0)  # Table 1's step, unchanged
+    # in a declared box Huber takes the offset step; logistic keeps the paper's
+    lr, t0, _ = ldp_step(huber, 3.0, 0.51, boxed=True)
+    assert lr == LINEAR_LDP_LR and lr * (1 + t0) ** -0.51 * 3.0 == pytest.approx(1.0)
+    logistic = Objective(family=get_family("logistic"), c=np.inf, tau=0.5,
+                         weights=np.ones(1), mallows=False)
+    assert ldp_step(logistic, 3.0, 0.51, boxed=True)[:2] == (1 / 3, 0.0)
+
+
+def test_ldp_fit_that_cannot_mix_warns_from_public_numbers(seed):
+    """A logistic LDP-SGD fit in declared boxes at n = 20,000 needs covariates spread
+    over 97% of half their range to mix (more than a uniform fill's 58%): it warns in
+    every fit, whatever the data (the robustness study's cell covered 0.17 by RS with
+    11% of its fits unwarned). Huber in the same boxes (offset step: 20%) does not get
+    this warning."""
+    d, bounds = _loose_box(seed)
+    d["yb"] = (d["y"] > 1).astype(float)
+    with pytest.warns(ConvergenceWarning, match="cannot mix in one pass of 20000 rows"):
+        res = dpreg.dp_logit("yb ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2,
+                             bounds=bounds, random_state=seed)
+    assert not res.convergence.ok and res.convergence.public
+    assert "WARNING: LDP-SGD cannot mix" in res.summary().as_text()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        huber = dpreg.dp_huber("y ~ x1 + x2 + x3", d, engine="ldp_sgd", mu=2,
+                               bounds=bounds, random_state=seed)
+    assert not any("cannot mix" in str(w.message) for w in caught)
+    assert not huber.convergence.public
 
 
 def test_batch_means_critical_value_covers_with_independent_batches():

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from dpreg.studies import get_study
-from dpreg.studies.engine_comparison import comparison_table, shortest_valid
+from dpreg.studies.engine_comparison import choice_rows, comparison_table, shortest_valid
 from dpreg.studies.runner import run_replicates
 
 
@@ -33,6 +33,9 @@ def main() -> None:
     parser.add_argument("--engines", nargs="*", help="only these engines")
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
+    parser.add_argument("--write-choice", action="store_true",
+                        help="write the rule of engine='auto' (dpreg/fits/"
+                             "_engine_choice_table.py) from this run")
     args = parser.parse_args()
     study = get_study("engines")
     grids = []
@@ -55,12 +58,39 @@ def main() -> None:
     table.to_csv(out / "engines.csv", index=False, float_format="%.4f")
     best.to_csv(out / "engines-shortest.csv", index=False, float_format="%.4f")
     minutes = (time.perf_counter() - start) / 60
+    if args.write_choice:
+        write_choice(choice_rows(table), args)
     with pd.option_context("display.width", 220, "display.max_rows", 500):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print()
         print(best.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"\n{len(table)} rows, {int((~table['passes']).sum())} not passing; "
               f"{minutes:.1f} min, {args.reps} replications per cell")
+
+
+def write_choice(rows: list[dict], args) -> None:
+    """Write the generated module of ``engine="auto"``'s rule."""
+    import platform
+
+    import numpy as np
+
+    engines = sorted({e for g in get_study("engines").grid for e in g["engine"]})
+    source = (f"engines study, {args.reps} replications per cell, n in "
+              f"{sorted(set(r['n'] for r in rows))}, engines {engines}")
+    lines = ['"""The rule of ``engine="auto"`` (generated file; do not edit by hand).',
+             "",
+             "Made by ``python validation/engine_comparison.py --write-choice`` "
+             f"(numpy {np.__version__}, Python {platform.python_version()}): per studied",
+             "(n, p, budget), the shortest interval for the population coefficients that "
+             "covered",
+             "under both error laws (:func:`dpreg.studies.engine_comparison.choice_rows`).",
+             '"""', "", f"SOURCE = {source!r}", "", "RULES = ("]
+    for row in rows:
+        lines.append(f"    {row!r},")
+    lines.append(")")
+    path = Path(__file__).resolve().parents[1] / "dpreg" / "fits" / "_engine_choice_table.py"
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path} ({len(rows)} rules)")
 
 
 if __name__ == "__main__":

@@ -137,6 +137,9 @@ class ConvergenceReport:
         Logistic paths: approximate bias of the averaged iterate over its plug-in s.e.
     curvature_biased : tuple of str
         Coefficients whose ``curvature_bias`` exceeds :data:`CURVATURE_BIAS_LIMIT`.
+    public : tuple of str
+        Findings from public numbers alone (the fit's size and schedule), each a full
+        message: they hold whatever the data.
     bm_ratio : dict
         One-pass paths: RS length over batch-means length of each interval.
     checks : tuple of str
@@ -154,15 +157,16 @@ class ConvergenceReport:
     checks: tuple = ()
     curvature_bias: dict = field(default_factory=dict)
     curvature_biased: tuple = ()
+    public: tuple = ()
 
     @property
     def ok(self) -> bool:
         return not (self.unconverged or self.floor_decided or self.plugin_too_long
-                    or self.curvature_biased)
+                    or self.curvature_biased or self.public)
 
     def messages(self, engine: str = "DP-SGD") -> list[str]:
         """One line per finding, each saying what to change."""
-        out = []
+        out = list(self.public)
         if self.unconverged and engine == "DP-GD":
             out.append(
                 f"{engine} path not converged for {list(self.unconverged)} (its batch means "

@@ -35,7 +35,7 @@ from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
 from dpreg.studies.robustness import clipped_target, natural_units_design
 
-__all__ = ["comparison_replicate", "comparison_table", "shortest_valid",
+__all__ = ["comparison_replicate", "comparison_table", "shortest_valid", "choice_rows",
            "CHOOSABLE_TARGET"]
 
 #: The intervals a user choosing an engine compares: those for the population.
@@ -179,3 +179,48 @@ def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.Da
                            ratio=nxt["length"] / best["length"])
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def choice_rows(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> list[dict]:
+    """The rule of ``engine="auto"``: per ``(n, p, budget)``, the shortest interval that
+    passes under **both** error laws (whether the errors are heteroskedastic is not
+    public), its length being the longer of the two.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`comparison_table` with cells under ``errors`` ``"normal"`` and
+        ``"hetero"``.
+    exclude_engines : sequence of str
+        Never chosen (AdaSSP: its interval is not for the population).
+
+    Returns
+    -------
+    list of dict
+        ``{"n", "p", "budget", "engine", "method", "coverage", "reps", "next",
+        "ratio"}`` (``coverage`` the lower unwarned coverage of the two laws; ``next`` the
+        runner-up ``"engine/method"`` or ``""``; ``ratio`` its length over the winner's, or
+        ``None``).
+    """
+    pool = table[(table["target"] == CHOOSABLE_TARGET)
+                 & ~table["engine"].isin(list(exclude_engines))]
+    rows = []
+    for (n, p, budget), g in pool.groupby(["n", "p", "budget"], sort=True):
+        laws = set(g["errors"])
+        cand = (g.groupby(["engine", "method"])
+                .agg(passes=("passes", "all"), laws=("errors", "nunique"),
+                     length=("length", "max"), coverage=("coverage_unwarned", "min"),
+                     reps=("reps", "min"))
+                .reset_index())
+        cand = cand[cand["passes"] & (cand["laws"] == len(laws))].sort_values("length")
+        if not len(cand):
+            continue
+        best = cand.iloc[0]
+        nxt = cand.iloc[1] if len(cand) > 1 else None
+        rows.append(dict(n=int(n), p=int(p), budget=str(budget), engine=str(best["engine"]),
+                         method=str(best["method"]), coverage=round(float(best["coverage"]), 4),
+                         reps=int(best["reps"]),
+                         next="" if nxt is None else f"{nxt['engine']}/{nxt['method']}",
+                         ratio=round(float(nxt["length"] / best["length"]), 3)
+                         if nxt is not None else None))
+    return rows

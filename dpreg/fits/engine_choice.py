@@ -1,0 +1,85 @@
+"""``engine="auto"``: the engine and interval that the engines study found shortest
+among those that covered, chosen from public information only.
+
+The rule is the table of :mod:`dpreg.fits._engine_choice_table`, written by
+``python validation/engine_comparison.py --write-choice`` from the recorded run of the
+``engines`` study (:mod:`dpreg.studies.engine_comparison`): for each studied ``(n, p,
+budget)`` of the linear family, the shortest interval for the population coefficients
+whose fits covered within 3 Monte Carlo standard errors under both error laws. A fit is
+matched to the nearest studied cell in ``log n``, ``log mu`` (an ``(epsilon, delta)`` or
+``rho`` request is converted to its Gaussian-DP ``mu``) and ``p``; the inputs are the
+number of rows, the number of columns, the family and the request, all public. Other
+families keep the default engine (the study compares the linear family only).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpreg.fits import _engine_choice_table as table
+from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
+from dpreg.privacy.request import PrivacyRequest
+
+__all__ = ["choose_engine", "request_mu", "DEFAULT_ENGINE"]
+
+#: The engine of families the study does not cover.
+DEFAULT_ENGINE = "dpsgd"
+
+
+def request_mu(request: PrivacyRequest) -> float:
+    """The Gaussian-DP ``mu`` of a request (for (epsilon, delta), the mu whose
+    Gaussian tradeoff curve meets it exactly)."""
+    if request.unit == "mu":
+        return float(request.mu)
+    if request.unit == "rho":
+        return float(rho_to_mu(request.rho))
+    return float(epsilon_to_mu(request.epsilon, request.delta))
+
+
+def _budget_mu(budget: str) -> float:
+    parts = dict(part.split("=") for part in budget.split(","))
+    if "mu" in parts:
+        return float(parts["mu"])
+    return float(epsilon_to_mu(float(parts["eps"]), float(parts["delta"])))
+
+
+def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
+                  ) -> tuple[str, str | None, str]:
+    """``(engine, cov_type, reason)`` for ``engine="auto"``.
+
+    Parameters
+    ----------
+    n, p : int
+        Rows and columns of the design (public).
+    family : str
+        The family's name.
+    request : PrivacyRequest
+        The total budget.
+
+    Returns
+    -------
+    engine : str
+    cov_type : str or None
+        The chosen interval (``None``: the engine's default).
+    reason : str
+        One line for the summary.
+    """
+    if family != "linear" or not table.RULES:
+        return DEFAULT_ENGINE, None, (
+            f"engine='auto': {DEFAULT_ENGINE} (the engines study compares engines for the "
+            f"linear family only; the {family} family keeps the default).")
+    mu = request_mu(request)
+
+    def distance(rule):
+        return (abs(math.log(n / rule["n"])) + abs(math.log(mu / _budget_mu(rule["budget"])))
+                + abs(p - rule["p"]) / 7.0)
+
+    rule = min(table.RULES, key=distance)
+    runner = (f"; next best {rule['next']}, {rule['ratio']:.2f} times longer"
+              if rule["next"] else "")
+    reason = (f"engine='auto': {rule['engine']} with {rule['method']} intervals, the "
+              f"shortest that covered (unwarned coverage {rule['coverage']:.3f} over "
+              f"{rule['reps']} fits, both error laws) in the engines study's nearest cell "
+              f"(n = {rule['n']}, p = {rule['p']}, {rule['budget']}){runner}; "
+              f"{table.SOURCE}.")
+    return rule["engine"], rule["method"], reason
