@@ -1,0 +1,98 @@
+"""engine="auto": the rule is the engines study's table, and the study is its test."""
+
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import dpreg
+from dpreg.fits import _engine_choice_table as table
+from dpreg.fits.engine_choice import choose_engine, request_mu
+from dpreg.privacy.request import PrivacyRequest
+from dpreg.studies.engine_comparison import NOT_POPULATION, choice_rows
+
+RECORDED = Path(__file__).resolve().parents[1] / "validation" / "results" / "engines.csv"
+
+
+def _request(budget):
+    parts = dict(part.split("=") for part in budget.split(","))
+    if "mu" in parts:
+        return PrivacyRequest.from_options(mu=float(parts["mu"]))
+    return PrivacyRequest.from_options(epsilon=float(parts["eps"]),
+                                       delta=float(parts["delta"]))
+
+
+def test_the_shipped_rule_is_the_recorded_study():
+    """Recomputing the rule from the recorded run's table gives the shipped rule, cell by
+    cell: the choice cannot drift from the study it cites."""
+    recorded = pd.read_csv(RECORDED)
+    rows = choice_rows(recorded)
+    assert [(r["n"], r["p"], r["budget"], r["engine"], r["method"]) for r in rows] == \
+        [(r["n"], r["p"], r["budget"], r["engine"], r["method"]) for r in table.RULES]
+
+
+def test_every_chosen_interval_covered_under_both_error_laws_in_the_study():
+    """The study is the test of the rule: in the recorded run, each chosen interval's
+    unwarned fits covered the population within 3 MC s.e. for homoskedastic and
+    heteroskedastic errors, and no chosen engine is one whose intervals are not for the
+    population (AdaSSP, DP-GD)."""
+    recorded = pd.read_csv(RECORDED)
+    assert table.RULES
+    for rule in table.RULES:
+        assert rule["engine"] not in NOT_POPULATION
+        rows = recorded[(recorded["n"] == rule["n"]) & (recorded["p"] == rule["p"])
+                        & (recorded["budget"] == rule["budget"])
+                        & (recorded["engine"] == rule["engine"])
+                        & (recorded["method"] == rule["method"])
+                        & (recorded["target"] == "population")]
+        assert set(rows["errors"]) == {"normal", "hetero"}
+        assert rows["passes"].all()
+        bar = 0.95 - 3 * np.sqrt(0.05 * 0.95 / rows["reps"].min())
+        assert (rows["coverage_unwarned"] >= bar - 1e-9).all()
+
+
+@pytest.mark.parametrize("k", range(4))
+def test_choose_engine_returns_each_cells_rule(k):
+    """At a studied cell's own n, p and budget the choice is that cell's rule."""
+    rules = table.RULES
+    for rule in rules[k::4]:
+        engine, method, reason = choose_engine(rule["n"], rule["p"], "linear",
+                                               _request(rule["budget"]))
+        assert (engine, method) == (rule["engine"], rule["method"]), rule
+        assert f"n = {rule['n']}, p = {rule['p']}" in reason
+
+
+def test_other_families_keep_the_default_engine():
+    engine, method, reason = choose_engine(5000, 3, "logistic",
+                                           PrivacyRequest.from_options(mu=1.0))
+    assert (engine, method) == ("dpsgd", None) and "linear family only" in reason
+
+
+def test_request_mu_converts_every_unit():
+    """(epsilon, delta) and rho map to the mu of the same Gaussian tradeoff."""
+    from dpreg.privacy.gdp import mu_to_epsilon
+
+    mu = request_mu(PrivacyRequest.from_options(epsilon=1.0, delta=1e-5))
+    assert mu_to_epsilon(mu, 1e-5) == pytest.approx(1.0, rel=1e-6)
+    assert request_mu(PrivacyRequest.from_options(mu=2.0)) == 2.0
+    rho = request_mu(PrivacyRequest.from_options(rho=0.5))
+    assert rho == pytest.approx(math.sqrt(2 * 0.5))
+
+
+def test_auto_fit_runs_the_chosen_engine_and_says_why():
+    from dpreg.fits.registry import ENGINES
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, _ = natural_units_design(2000, 3, np.random.default_rng(5),
+                                                    family="linear", errors="hetero")
+    engine, method, _ = choose_engine(2000, 3, "linear", PrivacyRequest.from_options(mu=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols(formula, data, bounds=bounds, mu=1.0, engine="auto",
+                           random_state=5)
+    assert res.engine == ENGINES[engine].label
+    assert res.cov_type == method
+    assert "engine='auto'" in res.summary().as_text()
