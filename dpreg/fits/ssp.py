@@ -49,7 +49,6 @@ from dpreg.fits.common import (
 )
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.ssp import (
     FAILURE_PROB,
     SSPEstimate,
@@ -290,7 +289,7 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
             "sandwich", np.sqrt(np.diag(covs["sandwich"])), NormalLaw(), True,
             "Sandwich (SSP): normal interval, G~^-1 (M~ + privacy term) G~^-1 with the "
             "released meat M~; it covers " + proj + ".", cov=covs["sandwich"])
-        sampling = floor_eigenvalues(rel.meat, 0.0)[0]
+        sampling = rel.meat  # its negative eigenvalues are taken as 0 (M~+)
         covers = proj
     else:
         sampling = est.sigma2 * est.gram

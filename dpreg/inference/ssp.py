@@ -231,8 +231,19 @@ def ssp_covariance(est: SSPEstimate, rel: SSPRelease, sandwich: bool = False) ->
 
 
 def _psd_root(S: np.ndarray) -> np.ndarray:
+    """The symmetric square root of ``S``, its negative eigenvalues and those below the
+    round-off of the largest (``p eps max``) taken as 0.
+
+    Unlike ``V sqrt(L)``, whose eigenvectors are arbitrary within an eigenspace and jump
+    between nearly equal eigenvalues, the symmetric root is a continuous function of
+    ``S``; and round-off eigenvalues of a rank-deficient ``S`` (a meat floored at 0),
+    whose square roots would move by orders of magnitude more than they do, are exact
+    zeros. So sums added in another order (a Dask frame's partitions) give the same
+    replicates to round-off."""
     vals, vecs = np.linalg.eigh(_sym(S))
-    return vecs * np.sqrt(np.clip(vals, 0.0, None))
+    tol = S.shape[0] * np.finfo(float).eps * max(float(np.max(np.abs(vals))), 0.0)
+    vals = np.where(vals > tol, vals, 0.0)
+    return (vecs * np.sqrt(vals)) @ vecs.T
 
 
 def pboot_replicates(params: np.ndarray, gram: np.ndarray, sampling_cov: np.ndarray,
@@ -247,8 +258,9 @@ def pboot_replicates(params: np.ndarray, gram: np.ndarray, sampling_cov: np.ndar
     gram : ndarray (p, p)
         ``G~+``, the floored released Gram matrix.
     sampling_cov : ndarray (p, p)
-        Covariance of the sampling part of ``X'y``: ``sigma~^2 G~+`` (classical) or
-        ``M~+`` (sandwich variant).
+        Covariance of the sampling part of ``X'y``: ``sigma~^2 G~+`` (classical) or the
+        released meat ``M~`` (sandwich variant; its negative eigenvalues are taken as 0,
+        which makes it ``M~+``).
     s_gram, s_xty : float
         Noise standard deviations of ``G~`` and ``c~``.
     floor : float
@@ -273,7 +285,8 @@ def pboot_replicates(params: np.ndarray, gram: np.ndarray, sampling_cov: np.ndar
     Conditioning on ``X`` suffices under the homoskedastic linear model (OLS given
     ``X`` is ``N(beta, sigma^2 G^{-1})``); under heteroskedasticity it does not, and
     ``Z_b ~ N(0, M~+)`` replaces it (our extension, not in the paper). Draws, in order:
-    ``E`` (``B x p x p``), ``e`` (``B x p``), then ``Z`` (``B x p``).
+    ``E`` (``B x p x p``), ``e`` (``B x p``), then ``Z = U S^{1/2}`` (``U`` a ``B x p``
+    standard normal array, ``S^{1/2}`` the symmetric square root of ``sampling_cov``).
     """
     beta = np.asarray(params, dtype=float)
     p = beta.shape[0]
