@@ -174,7 +174,8 @@ def main(argv=None) -> int:
                      help="ols (squared loss), huber, expectile (with --tau) or logit")
     fit.add_argument("--c", type=float, help="Huber/expectile truncation constant")
     fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
-    fit.add_argument("--engine", default="dpsgd", choices=["dpsgd", "ldp_sgd", "dpgd", "adassp"])
+    fit.add_argument("--engine", default="dpsgd", choices=["dpsgd", "ldp_sgd", "dpgd", "adassp",
+                                                         "ssp"])
     fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER",
                      help="public bounds: NAME=LOWER:UPPER items, or one JSON/TOML file "
                           "{name: [lower, upper]} (top level or a [bounds] table)")
@@ -184,7 +185,8 @@ def main(argv=None) -> int:
     fit.add_argument("--seed", type=int)
     fit.add_argument("--cov-type", dest="cov_type",
                      help="inference behind bse and p-values (engine's default if omitted): "
-                          "plugin, rs, batch_means, checkpoints, runs")
+                          "plugin, rs, batch_means, checkpoints, runs, pboot, "
+                          "pboot_basic")
     fit.add_argument("--output", default="text", choices=list(OUTPUTS),
                      help="summary as text, LaTeX or HTML, or the coefficient table as CSV")
     fit.add_argument("--alpha", type=float, default=0.05, help="1 - level of the intervals")

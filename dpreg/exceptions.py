@@ -50,7 +50,9 @@ class PrivacyLeakWarning(UserWarning):
 
 
 class ConvergenceWarning(UserWarning):
-    """An optimizer or root finder stopped before meeting its tolerance."""
+    """An optimizer or root finder stopped before meeting its tolerance, or a fit's
+    diagnostics found its intervals unreliable (an unconverged path, a private matrix
+    dominated by its noise)."""
 
 
 class ConvergenceError(DPRegError, RuntimeError):

@@ -24,6 +24,13 @@ Which inference each method uses:
 * ``"batch_means"``, ``"checkpoints"``, ``"runs"`` of DP-GD: the ``m`` estimates of the
   construction; ``t_test`` is the paper's t test with ``m - 1`` degrees of freedom and
   the joint tests are Hotelling's ``T^2`` as an ``F(q, m - q)`` statistic.
+* ``"pboot"``, ``"pboot_basic"`` of SSP: the bootstrap replicates. ``t_test`` gives each
+  restriction the bootstrap interval of ``R theta`` (percentile or basic, from the
+  replicates ``R theta*_b``) and the p-value that inverts it
+  (:mod:`dpreg.inference.bootstrap`); ``wald_test`` and ``f_test``, and predictions and
+  marginal effects, use the covariance of the replicates with the normal law.
+* Methods whose record carries its own covariance (SSP's ``"plugin"`` and
+  ``"sandwich"``) use it, whatever the fit's ``cov_type``.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from scipy import stats
 from dpreg._checks import number_in
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
+from dpreg.inference.bootstrap import BootstrapInference
 from dpreg.inference.iterates import IterateInference
 from dpreg.inference.pivot import rs_pivot
 from dpreg.inference.rs_joint import P_FLOOR, RSInference, contrast_scale_matrix, rs_joint_law
@@ -61,13 +69,15 @@ class ContrastResults:
     df_num, df_denom : float or None
     distribution : str
         ``"norm"``, ``"t"``, ``"F"``, ``"chi2"``, ``"rs"`` (scalar random-scaling
-        pivot) or ``"rs_F"`` (multivariate random-scaling pivot).
+        pivot), ``"rs_F"`` (multivariate random-scaling pivot) or ``"boot"`` (bootstrap
+        replicates: the interval of each restriction and its p-value by inversion).
     method : str
         The inference method behind the test (``"plugin"``, ``"rs"``, ...).
     """
 
     def __init__(self, *, distribution: str, statistic, pvalue, method: str, effect=None,
-                 sd=None, df_num=None, df_denom=None, critical=None, note: str = ""):
+                 sd=None, df_num=None, df_denom=None, critical=None, interval=None,
+                 note: str = ""):
         self.distribution = distribution
         self.statistic = statistic
         self.pvalue = pvalue
@@ -83,6 +93,7 @@ class ContrastResults:
         self.pvalue_is_bound = bool(distribution == "rs_F" and np.all(
             np.asarray(pvalue) <= P_FLOOR * (1 + 1e-9)))
         self._critical = critical
+        self._interval = interval  # alpha -> (k, 2) intervals (bootstrap), else None
         if effect is not None:
             self.tvalue = statistic
             self.c_names = [f"c{i}" for i in range(len(effect))]
@@ -92,7 +103,8 @@ class ContrastResults:
                 self.fvalue = statistic
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
-        """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only).
+        """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only; a bootstrap
+        method's intervals come from its replicates).
 
         Parameters
         ----------
@@ -107,6 +119,8 @@ class ContrastResults:
         if self.effect is None:
             raise OptionError("confidence intervals exist for t tests only (t_test)")
         number_in("alpha", alpha, 0, 1)
+        if self._interval is not None:
+            return self._interval(alpha)
         half = self._critical(alpha) * self.sd
         return np.column_stack([self.effect - half, self.effect + half])
 
@@ -127,7 +141,7 @@ class ContrastResults:
         """
         if self.effect is None:
             raise OptionError("summary_frame exists for t tests only (t_test)")
-        stat = {"t": "t", "norm": "z"}.get(self.distribution, "R")
+        stat = {"t": "t", "norm": "z", "boot": "z"}.get(self.distribution, "R")
         ci = self.conf_int(alpha)
         return pd.DataFrame({"coef": self.effect, "std err": self.sd, stat: self.statistic,
                              f"P>|{stat}|": self.pvalue, "Conf. Int. Low": ci[:, 0],
@@ -194,6 +208,10 @@ def _source(results, method):
         est = np.asarray(inf.estimates)
         cov = np.atleast_2d(np.cov(est, rowvar=False)) / est.shape[0]
         return "iterates", inf, inf.center, cov
+    if isinstance(inf, BootstrapInference) and inf.replicates is not None:
+        return "boot", inf, params, inf.cov
+    if inf.cov is not None:
+        return "cov", inf, params, inf.cov
     cov = results._cov
     if inf.is_standard_error and cov is not None and np.allclose(
             np.sqrt(np.diag(cov)), inf.scale, rtol=1e-9, atol=0.0):
@@ -246,6 +264,14 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
     if np.linalg.matrix_rank(R) < n_r:
         raise OptionError(f"the {n_r} restrictions in r_matrix are not linearly independent")
     note = inf.note if src == "rs" else ""
+    if kind == "t" and src == "boot":
+        boot = inf.contrast(R, center)
+        return ContrastResults(distribution="boot", statistic=effect / boot.scale,
+                               pvalue=boot.pvalues_at(R @ center, q), method=inf.method,
+                               effect=R @ center, sd=boot.scale,
+                               interval=lambda alpha: boot.conf_int(R @ center, alpha),
+                               note=f"bootstrap ({inf.kind}) interval and p-value of each "
+                                    "restriction from the replicates")
     if kind == "t":
         sd, law, name, _ = contrast_scales(results, R, method)
         t = effect / sd

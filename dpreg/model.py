@@ -168,21 +168,25 @@ class DPRegression:
         rho : float, optional
             Total budget in zCDP, met by the RDP accountant. Give exactly one of ``mu``,
             ``epsilon`` with ``delta``, or ``rho``.
-        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "auto"}
+        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "auto"}
             ``"dpsgd"``: central DP-SGD with randomized subsampling (default).
             ``"auto"``: the engine and interval the engines study found shortest among
             those that covered, chosen from n, p, the family and the budget
             (:mod:`dpreg.fits.engine_choice`); the summary gives the reason.
             ``"ldp_sgd"``: local DP, one pass, each row privatized by its owner (see
             :class:`dpreg.LDPStream`). ``"dpgd"``: full-batch DP-GD (Brown et al.).
-            ``"adassp"``: AdaSSP sufficient statistics (linear family only). The
-            user guide's "Choosing an engine" page compares them.
+            ``"adassp"``: AdaSSP sufficient statistics (linear family only).
+            ``"ssp"``: sufficient-statistics perturbation with intervals for the
+            population coefficients (linear family only). The user guide's "Choosing
+            an engine" page compares them.
         cov_type : str, optional
             Inference behind ``bse`` and ``pvalues``. DP-SGD: ``"plugin"`` (default,
             normal) or ``"rs"`` (random scaling). LDP-SGD: ``"rs"`` (default),
             ``"batch_means"`` or ``"plugin"``. DP-GD: ``"batch_means"`` (default),
             ``"checkpoints"`` or ``"runs"`` (t intervals from m estimates). AdaSSP:
-            ``"plugin"``. Every available method is also in ``conf_int(method=)``.
+            ``"plugin"``. SSP: ``"plugin"`` (default), ``"pboot"``, ``"pboot_basic"``
+            (parametric bootstrap) or ``"sandwich"`` (needs ``robust=True``). Every
+            available method is also in ``conf_int(method=)``.
         batch_size : int, optional
             ``m`` (the expected batch size under Poisson sampling). Default: see Notes.
         sampling : {"uniform", "poisson"}
@@ -193,7 +197,8 @@ class DPRegression:
         steps : int, optional
             ``T``. Default: see Notes.
         clip : float, optional
-            Per-example gradient clipping norm ``tau``.
+            Per-example gradient clipping norm ``tau``; SSP with ``robust=True``: the
+            norm bound of the meat's scores.
         lr, lr_decay : float
             Step size ``eta_t = lr * t^(-lr_decay)``, ``lr_decay`` in (1/2, 1),
             default 0.501 for DP-SGD and 0.51 for LDP-SGD (the papers' choices); DP-GD
@@ -204,7 +209,9 @@ class DPRegression:
             Shares of the budget (of ``mu^2`` in GDP, of ``rho`` in zCDP) for ``"path"``,
             ``"hessian"``, ``"score"``. Default ``{"path": 0.6, "hessian": 0.3,
             "score": 0.1}``; ``{"path": 1.0}`` spends nothing on plug-in matrices
-            (random scaling without finite-sample correction).
+            (random scaling without finite-sample correction). SSP: shares for
+            ``"gram"``, ``"xty"``, ``"yty"`` (and ``"meat"``), default
+            ``{"gram": 0.39, "xty": 0.56, "yty": 0.05}``.
         random_state : int or numpy.random.Generator, optional
             Seed of the privacy noise, for reproducing a run on the same data. If
             omitted, fresh OS entropy is used and nothing is stored or printed (the safe
@@ -219,6 +226,11 @@ class DPRegression:
             Public starting point (default zeros).
         diagnostics : bool
             Attach the (non-private) count of clipped gradients; warns.
+        robust : bool
+            SSP: release the sandwich's meat (a fourth ledger row) for
+            ``cov_type="sandwich"`` and a heteroskedasticity-robust bootstrap.
+        n_boot : int
+            SSP: bootstrap replicates (default 2000).
         n_batches : int, optional
             LDP-SGD batch means: number of batches ``M`` (default ``round(n^0.25)``).
         n_estimates, burn_in : int

@@ -147,7 +147,7 @@ def test_budget_in_any_unit(csv_path, capsys, budget, needle):
 
 
 def test_engines(csv_path, capsys):
-    for engine, needle in (("dpgd", "DP-GD"), ("adassp", "AdaSSP")):
+    for engine, needle in (("dpgd", "DP-GD"), ("adassp", "AdaSSP"), ("ssp", "SSP X'y")):
         code = main(["fit", "y ~ x", "--data", str(csv_path), "--bounds", "y=-3:5", "x=-1:1",
                      "--engine", engine, "--mu", "1", "--seed", "1"]
                     + (["--steps", "200"] if engine == "dpgd" else []))

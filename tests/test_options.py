@@ -21,7 +21,7 @@ FitOptions = fit_options
 # -- defaults ------------------------------------------------------------------------
 @pytest.mark.parametrize("engine, cov_type, lr_decay", [
     ("dpsgd", "plugin", 0.501), ("ldp_sgd", "rs", 0.51), ("dpgd", "batch_means", None),
-    ("adassp", "plugin", None),
+    ("adassp", "plugin", None), ("ssp", "plugin", None),
 ])
 def test_engine_defaults(engine, cov_type, lr_decay):
     opts = FitOptions(engine=engine)
@@ -41,6 +41,8 @@ def test_engine_defaults(engine, cov_type, lr_decay):
     ("adassp", "steps", 100), ("adassp", "clip", 1.0), ("adassp", "runs", 2),
     ("adassp", "aggregate", "ema"), ("adassp", "budget_split", {"path": 1.0}),
     ("dpsgd", "n_estimates", 5), ("dpsgd", "n_batches", 4), ("dpsgd", "aggregate", "ema"),
+    ("ssp", "steps", 100), ("ssp", "lr", 0.1), ("ssp", "sampling", "poisson"),
+    ("adassp", "robust", True), ("adassp", "n_boot", 500), ("dpsgd", "n_boot", 500),
 ])
 def test_an_option_an_engine_lacks_does_not_apply(engine, option, value):
     """The engine's record decides: one message names the option and the engine."""
@@ -62,6 +64,8 @@ def test_every_engine_accepts_each_of_its_cov_types_and_no_other():
         for cov_type in all_types:
             if cov_type in allowed:
                 runs = {"runs": 10} if cov_type == "runs" else {}  # = n_estimates
+                if cov_type == "sandwich":  # needs the meat's release
+                    runs = {"robust": True}
                 assert FitOptions(engine=engine, cov_type=cov_type, **runs).cov_type == cov_type
             else:
                 with pytest.raises(OptionError, match=f"not available with engine '{engine}'"):

@@ -225,6 +225,14 @@ CASES = {
     "adassp: family other than linear": (
         lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, engine="adassp"),
         OptionError, "linear"),
+    "ssp: family other than linear": (
+        lambda: dpreg.dp_huber("y ~ x", BASE, mu=1, bounds=OK["bounds"], engine="ssp"),
+        OptionError, "linear"),
+    "ssp: outcome without bounds": (
+        lambda: dpreg.dp_ols("y ~ x", BASE, mu=1, bounds={"x": (-1, 1)}, engine="ssp"),
+        OptionError, "bounds on the outcome"),
+    "ssp: sandwich without robust=True": (
+        ols(engine="ssp", steps=None, cov_type="sandwich"), OptionError, "robust=True"),
     "ldp_sgd: steps given": (ols(engine="ldp_sgd"), OptionError, "steps"),
     "stream: option of another engine": (
         lambda: dpreg.LDPStream("y ~ x", mu=1, steps=10),

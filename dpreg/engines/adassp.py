@@ -30,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg.inference.plugin import clip_rows, floor_eigenvalues
+from dpreg.inference.ssp import privacy_term
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
@@ -166,7 +167,8 @@ def adassp_covariance(out: AdaSSPOutput, events: list[GaussianMechanismEvent]) -
         theta~ - theta_hat ~= (G + E)^{-1} (e - E theta_hat)      (ridge 0),
 
     and for ``E`` symmetric with iid ``N(0, s2^2)`` upper triangle,
-    ``Cov(E theta) = s2^2 (||theta||^2 I + theta theta' - diag(theta^2))``, so
+    ``Cov(E theta) = s2^2 (||theta||^2 I + theta theta' - diag(theta^2))``
+    (:func:`dpreg.inference.ssp.privacy_term`, shared with ``engine="ssp"``), so
 
         Cov(theta~ | data) ~= M^{-1} [s3^2 I + s2^2 C(theta)] M^{-1},
 
@@ -185,8 +187,5 @@ def adassp_covariance(out: AdaSSPOutput, events: list[GaussianMechanismEvent]) -
     s2, s3 = events[1].noise_std, events[2].noise_std
     M, raised = floor_eigenvalues(out.gram + out.ridge * np.eye(p), s2)
     Minv = np.linalg.inv(M)
-    th = out.params
-    C = float(th @ th) * np.eye(p) + np.outer(th, th) - np.diag(th * th)
-    middle = s3 ** 2 * np.eye(p) + s2 ** 2 * C
-    cov = Minv @ middle @ Minv
+    cov = Minv @ privacy_term(out.params, s2, s3) @ Minv
     return (cov + cov.T) / 2.0, raised

@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Callable, Mapping
 
 from dpreg.exceptions import OptionError
-from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd
+from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd, ssp
 from dpreg.options import MODEL_OPTIONS, CommonOptions
 
 __all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names"]
@@ -48,6 +48,7 @@ ENGINES: dict[str, Engine] = {
     "ldp_sgd": Engine(ldp_sgd.fit_ldp_sgd, ldp_sgd.LDPOptions, ldp_sgd.LABEL),
     "dpgd": Engine(dpgd.fit_dpgd, dpgd.DPGDOptions, dpgd.LABEL),
     "adassp": Engine(adassp.fit_adassp, adassp.AdaSSPOptions, adassp.LABEL),
+    "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL),
 }
 
 

@@ -57,6 +57,10 @@ class Inference:
         Whether ``scale`` estimates the standard deviation of the estimate.
     note : str
         One line for the summary (which correction was applied, eigenvalue floors).
+    cov : ndarray (p, p) or None
+        The method's covariance matrix of the estimate, when it has its own (tests of
+        restrictions then use it whatever the fit's ``cov_type``); ``None`` for methods
+        that use the fit's ``cov_params()`` or have none.
     """
 
     method: str
@@ -64,6 +68,7 @@ class Inference:
     law: object
     is_standard_error: bool
     note: str = ""
+    cov: np.ndarray | None = None
 
     def conf_int(self, params: np.ndarray, alpha: float) -> np.ndarray:
         """Intervals ``params -/+ law.critical_value(alpha) * scale``.

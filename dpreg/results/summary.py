@@ -40,7 +40,9 @@ WRAP_WIDTH = 88
 #: Display names of the inference methods (``Results.inferences`` keys).
 METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
                  "batch_means": "Batch means", "runs": "Independent runs (t)",
-                 "checkpoints": "Checkpoints (t)"}
+                 "checkpoints": "Checkpoints (t)", "sandwich": "Sandwich",
+                 "pboot": "Parametric bootstrap (percentile)",
+                 "pboot_basic": "Parametric bootstrap (basic)"}
 
 
 # ------------------------------------------------------------------------- one fit
