@@ -40,8 +40,9 @@ def test_every_chosen_interval_covered_under_both_error_laws_in_the_study():
     heteroskedastic errors, and no chosen engine is one whose intervals are not for the
     population (AdaSSP, DP-GD)."""
     recorded = pd.read_csv(RECORDED)
-    assert table.RULES
-    for rule in table.RULES:
+    chosen = [rule for rule in table.RULES if rule["engine"]]
+    assert len(chosen) >= len(table.RULES) // 2
+    for rule in chosen:
         assert rule["engine"] not in NOT_POPULATION
         rows = recorded[(recorded["n"] == rule["n"]) & (recorded["p"] == rule["p"])
                         & (recorded["budget"] == rule["budget"])
@@ -61,8 +62,12 @@ def test_choose_engine_returns_each_cells_rule(k):
     for rule in rules[k::4]:
         engine, method, reason = choose_engine(rule["n"], rule["p"], "linear",
                                                _request(rule["budget"]))
-        assert (engine, method) == (rule["engine"], rule["method"]), rule
         assert f"n = {rule['n']}, p = {rule['p']}" in reason
+        if rule["engine"]:
+            assert (engine, method) == (rule["engine"], rule["method"]), rule
+        else:  # no interval covered there: the default engine, and the reason says so
+            assert (engine, method) == ("dpsgd", None)
+            assert "no interval for the population covered" in reason
 
 
 def test_other_families_keep_the_default_engine():

@@ -2,6 +2,8 @@
 
     python validation/engine_comparison.py --reps 200 --jobs 1 --out validation/results
     python validation/engine_comparison.py --reps 50 --n 500 2000 10000   # a subset
+    python validation/engine_comparison.py --reps 40 --large-n 100000 --large-reps 10 \
+        --large-engines dpsgd ssp adassp --write-choice        # the recorded run
 
 Writes ``engines.csv`` (one row per cell, engine, interval and target: coverage over all
 fits and over those without a warning, the share that warned, mean length, mean fit
@@ -31,6 +33,10 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1)
     parser.add_argument("--n", type=int, nargs="*", help="only these n")
     parser.add_argument("--engines", nargs="*", help="only these engines")
+    parser.add_argument("--large-n", type=int, nargs="*",
+                        help="n values run with --large-reps and --large-engines instead")
+    parser.add_argument("--large-reps", type=int, default=10)
+    parser.add_argument("--large-engines", nargs="*")
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
     parser.add_argument("--write-choice", action="store_true",
@@ -38,19 +44,29 @@ def main() -> None:
                              "_engine_choice_table.py) from this run")
     args = parser.parse_args()
     study = get_study("engines")
-    grids = []
-    for grid in study.grid:
-        grid = dict(grid)
-        if args.n:
-            grid["n"] = [v for v in grid["n"] if v in args.n]
-        if args.engines:
-            grid["engine"] = [v for v in grid["engine"] if v in args.engines]
-        if grid["n"] and grid["engine"]:
-            grids.append(grid)
-    study = dataclasses.replace(study, grid=grids)
     start = time.perf_counter()
-    raw = run_replicates(study, reps=args.reps, n_jobs=args.jobs, cache_dir=args.cache,
-                         progress=True)
+    parts = [(args.n, args.engines, args.reps)]
+    if args.large_n:
+        # the largest n at fewer replications (and engines), for the wall time
+        parts = [([v for v in (args.n or _all_n(study)) if v not in args.large_n],
+                  args.engines, args.reps),
+                 (args.large_n, args.large_engines or args.engines, args.large_reps)]
+    raws = []
+    for n_values, engines, reps in parts:
+        grids = []
+        for grid in study.grid:
+            grid = dict(grid)
+            if n_values:
+                grid["n"] = [v for v in grid["n"] if v in n_values]
+            if engines:
+                grid["engine"] = [v for v in grid["engine"] if v in engines]
+            if grid["n"] and grid["engine"]:
+                grids.append(grid)
+        if grids:
+            raws.append(run_replicates(dataclasses.replace(study, grid=grids), reps=reps,
+                                       n_jobs=args.jobs, cache_dir=args.cache,
+                                       progress=True))
+    raw = pd.concat(raws, ignore_index=True)
     table = comparison_table(raw)
     best = shortest_valid(table)
     out = Path(args.out)
@@ -68,6 +84,10 @@ def main() -> None:
               f"{minutes:.1f} min, {args.reps} replications per cell")
 
 
+def _all_n(study) -> list[int]:
+    return sorted({v for grid in study.grid for v in grid["n"]})
+
+
 def write_choice(rows: list[dict], args) -> None:
     """Write the generated module of ``engine="auto"``'s rule."""
     import platform
@@ -75,19 +95,24 @@ def write_choice(rows: list[dict], args) -> None:
     import numpy as np
 
     engines = sorted({e for g in get_study("engines").grid for e in g["engine"]})
-    source = (f"engines study, {args.reps} replications per cell, n in "
+    source = (f"engines study, {args.reps} replications per cell ({args.large_reps} at n "
+              f"= {args.large_n})" if args.large_n else
+              f"engines study, {args.reps} replications per cell")
+    source += (f", n in "
               f"{sorted(set(r['n'] for r in rows))}, engines {engines}")
-    lines = ['"""The rule of ``engine="auto"`` (generated file; do not edit by hand).',
-             "",
-             "Made by ``python validation/engine_comparison.py --write-choice`` "
-             f"(numpy {np.__version__}, Python {platform.python_version()}): per studied",
-             "(n, p, budget), the shortest interval for the population coefficients that "
-             "covered",
-             "under both error laws (:func:`dpreg.studies.engine_comparison.choice_rows`).",
-             '"""', "", f"SOURCE = {source!r}", "", "RULES = ("]
-    for row in rows:
-        lines.append(f"    {row!r},")
-    lines.append(")")
+    import pprint
+    import textwrap
+
+    doc = textwrap.fill(
+        f"Made by ``python validation/engine_comparison.py --write-choice`` (numpy "
+        f"{np.__version__}, Python {platform.python_version()}): per studied (n, p, "
+        "budget), the shortest interval for the population coefficients that covered "
+        "under both error laws (:func:`dpreg.studies.engine_comparison.choice_rows`).",
+        width=88)
+    chunks = textwrap.wrap(source, width=80, drop_whitespace=False)
+    lines = ['"""The rule of ``engine="auto"`` (generated file; do not edit by hand).', "",
+             doc, '"""', "", "SOURCE = (" + "\n          ".join(repr(c) for c in chunks) + ")",
+             "", "RULES = " + pprint.pformat(tuple(rows), width=96, sort_dicts=False)]
     path = Path(__file__).resolve().parents[1] / "dpreg" / "fits" / "_engine_choice_table.py"
     path.write_text("\n".join(lines) + "\n")
     print(f"wrote {path} ({len(rows)} rules)")

@@ -75,11 +75,18 @@ def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
                 + abs(p - rule["p"]) / 7.0)
 
     rule = min(table.RULES, key=distance)
+    where = f"(n = {rule['n']}, p = {rule['p']}, {rule['budget']})"
+    if not rule["engine"]:
+        return DEFAULT_ENGINE, None, (
+            f"engine='auto': {DEFAULT_ENGINE}, the default: in the engines study's nearest "
+            f"cell {where} no interval for the population covered under both error laws "
+            f"(every engine warned or undercovered there), so heed this fit's warnings; "
+            f"{table.SOURCE}.")
     runner = (f"; next best {rule['next']}, {rule['ratio']:.2f} times longer"
               if rule["next"] else "")
     reason = (f"engine='auto': {rule['engine']} with {rule['method']} intervals, the "
               f"shortest that covered (unwarned coverage {rule['coverage']:.3f} over "
               f"{rule['reps']} fits, both error laws) in the engines study's nearest cell "
-              f"(n = {rule['n']}, p = {rule['p']}, {rule['budget']}){runner}; "
+              f"{where}{runner}; "
               f"{table.SOURCE}.")
     return rule["engine"], rule["method"], reason

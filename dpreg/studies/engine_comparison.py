@@ -36,7 +36,7 @@ from dpreg.studies.records import result_rows
 from dpreg.studies.robustness import clipped_target, natural_units_design
 
 __all__ = ["comparison_replicate", "comparison_table", "shortest_valid", "choice_rows",
-           "CHOOSABLE_TARGET", "NOT_POPULATION"]
+           "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE"]
 
 #: The intervals a user choosing an engine compares: those for the population.
 CHOOSABLE_TARGET = "population"
@@ -188,6 +188,10 @@ def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.Da
 NOT_POPULATION = ("adassp", "dpgd")
 
 
+#: Relative difference in length below which two intervals count as tied.
+TIE = 0.02
+
+
 def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[dict]:
     """The rule of ``engine="auto"``: per ``(n, p, budget)``, the shortest interval that
     passes under **both** error laws (whether the errors are heteroskedastic is not
@@ -204,30 +208,47 @@ def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[
     Returns
     -------
     list of dict
-        ``{"n", "p", "budget", "engine", "method", "coverage", "reps", "next",
-        "ratio"}`` (``coverage`` the lower unwarned coverage of the two laws; ``next`` the
-        runner-up ``"engine/method"`` or ``""``; ``ratio`` its length over the winner's, or
-        ``None``).
+        One per cell, ``{"n", "p", "budget", "engine", "method", "coverage", "reps",
+        "next", "ratio"}`` (``engine`` and ``method`` empty where no interval passed;
+        a runner-up within :data:`TIE` of the shortest that is its engine's default
+        interval is chosen instead). ``coverage`` is the lower unwarned coverage of the
+        two laws, ``next`` the runner-up ``"engine/method"`` or ``""``, ``ratio`` its
+        length over the winner's, or ``None``.
     """
     pool = table[(table["target"] == CHOOSABLE_TARGET)
                  & ~table["engine"].isin(list(exclude_engines))]
     rows = []
     for (n, p, budget), g in pool.groupby(["n", "p", "budget"], sort=True):
         laws = set(g["errors"])
-        cand = (g.groupby(["engine", "method"])
+        cand = (g.groupby(["engine", "method"], sort=False)
                 .agg(passes=("passes", "all"), laws=("errors", "nunique"),
                      length=("length", "max"), coverage=("coverage_unwarned", "min"),
                      reps=("reps", "min"))
                 .reset_index())
         cand = cand[cand["passes"] & (cand["laws"] == len(laws))].sort_values("length")
-        if not len(cand):
-            continue
-        best = cand.iloc[0]
-        nxt = cand.iloc[1] if len(cand) > 1 else None
-        rows.append(dict(n=int(n), p=int(p), budget=str(budget), engine=str(best["engine"]),
-                         method=str(best["method"]), coverage=round(float(best["coverage"]), 4),
-                         reps=int(best["reps"]),
-                         next="" if nxt is None else f"{nxt['engine']}/{nxt['method']}",
-                         ratio=round(float(nxt["length"] / best["length"]), 3)
-                         if nxt is not None else None))
+        row = dict(n=int(n), p=int(p), budget=str(budget), engine="", method="",
+                   coverage=None, reps=int(g["reps"].min()), next="", ratio=None)
+        if len(cand):
+            best = cand.iloc[0]
+            # a near tie (within TIE) goes to the engine's default interval when it passed
+            # (analytic, deterministic, cheaper than a bootstrap)
+            default = _default_method(best["engine"])
+            tied = cand[(cand["engine"] == best["engine"]) & (cand["method"] == default)
+                        & (cand["length"] <= (1 + TIE) * best["length"])]
+            if len(tied):
+                best = tied.iloc[0]
+            rest = cand.drop(index=best.name)
+            row.update(engine=str(best["engine"]), method=str(best["method"]),
+                       coverage=round(float(best["coverage"]), 4), reps=int(best["reps"]))
+            if len(rest):
+                nxt = rest.iloc[0]
+                row.update(next=f"{nxt['engine']}/{nxt['method']}",
+                           ratio=round(float(nxt["length"] / best["length"]), 3))
+        rows.append(row)
     return rows
+
+
+def _default_method(engine: str) -> str | None:
+    from dpreg.fits.registry import ENGINES
+
+    return ENGINES[engine].cov_types[0] if engine in ENGINES else None
