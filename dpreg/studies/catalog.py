@@ -133,6 +133,13 @@ def _robustness() -> Study:
             _cells(engine=["ldp_sgd"], family=["linear", "huber", "logistic"], n=[20000],
                    budget=["mu=2"]),
             _cells(engine=["ldp_sgd"], n=[50000], p=[10], budget=["mu=5"]),
+            # the sufficient-statistics engine (linear family): intervals for the
+            # population coefficients
+            _cells(engine=["ssp"], n=[500, 1000, 5000, 20000], p=[3, 10],
+                   budget=["mu=1", "mu=5"]),
+            _cells(engine=["ssp"], n=[2000], p=[5], budget=["eps=1,delta=1e-5"]),
+            _cells(engine=["ssp"], n=[5000], p=[10], errors=["t3"]),
+            _cells(engine=["ssp"], n=[20000], p=[20], budget=["mu=1", "mu=10"]),
             # the largest n, and Poisson sampling at a small budget with p = 10
             _cells(n=[50000], p=[10], budget=["mu=1"]),
             _cells(sampling=["poisson"], n=[5000], p=[10], budget=["mu=1"]),
