@@ -119,12 +119,12 @@ class SSPOptions(CommonOptions):
     and heteroskedastic errors; binomial s.e. 0.013). Where no fit warns, the plug-in and
     the bootstrap both cover (0.94-0.97). Where the released ``X'X`` is floored, both
     undercover and the bootstrap more: at n = 2000, mu = 0.5 (every fit warns) the
-    plug-in covers 0.93 (p = 4) and 0.82 (p = 6), the percentile bootstrap 0.90 and
+    plug-in covers 0.93 (p = 4) and 0.82 (p = 6), the percentile bootstrap 0.91 and
     0.76, the basic 0.89 and 0.77. Over all cells, the fits with no floored eigenvalue
     cover whatever the delta-method diagnostic (plug-in 0.956, 0.961 and 0.969 with it
-    below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.957, 0.959, 0.962), and those
+    below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.956, 0.959, 0.963), and those
     with 1, 2, 3 floored eigenvalues less and less (plug-in 0.957, 0.941, 0.824;
-    percentile bootstrap 0.945, 0.914, 0.765). So the floor, not the memo's threshold of
+    percentile bootstrap 0.943, 0.912, 0.763). So the floor, not the memo's threshold of
     0.1 on the diagnostic, triggers the warning, and it does not recommend the
     bootstrap. The
     heteroskedasticity of that design is mild (the classical forms cover); the sandwich
