@@ -12,6 +12,10 @@ whole computation's peak), and the estimate against the truth.
 
 Run:  python benchmarks/bench_ssp_dask.py [--rows 100000000] [--partition-rows 1000000]
       [--workers 2] [--scheduler threads|distributed]
+
+Measured on the 2-core machine at the defaults: 10^8 rows in 100 partitions, 24.8 s
+(threads; 27.5 s on a LocalCluster of 2 workers, processes=False), peak resident memory
+638 MiB (713 MiB), of which 295 MiB (308 MiB) before the fit.
 """
 
 from __future__ import annotations
