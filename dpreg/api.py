@@ -35,7 +35,9 @@ def dp_ols(formula: str, data, **options) -> DPRegressionResults:
     ----------
     formula : str
         Patsy formula, e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``.
-    data : pandas.DataFrame
+    data : pandas.DataFrame or dask.dataframe.DataFrame
+        A Dask frame is summed partition by partition by ``engine="ssp"`` (the only
+        engine that reads one; see the user guide's SSP page).
     **options
         Model options ``missing``, ``bounds``, ``eval_env`` (see
         :meth:`dpreg.DPRegression.from_formula`) and fit options ``mu`` /

@@ -188,7 +188,8 @@ def check_identified(design: "Design") -> None:
     check_finite_full_rank(design.endog, design.exog, design.endog_name, design.exog_names)
 
 
-def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
+def design_notes(design: "Design", *, local: bool = False, nobs: int | None = None,
+                 n_dropped: int | None = None) -> tuple[str, ...]:
     """Summary notes a private fit adds for its design; none depends on the private data
     beyond what is public (n, p, the declared bounds and, for central fits, the count of
     rows dropped for missing values).
@@ -199,8 +200,12 @@ def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
     local : bool
         LDP-SGD: rows with missing values were sent as pure noise by their owners and
         no count is published.
+    nobs, n_dropped : int, optional
+        The counts, when the rows are not in ``design`` (a Dask frame's, counted by the
+        fit's pass); default the design's.
     """
-    n, p = design.nobs, design.k_exog
+    n, p = (design.nobs if nobs is None else nobs), design.k_exog
+    dropped = design.n_dropped if n_dropped is None else n_dropped
     notes = []
     if n < p:
         notes.append(f"The design is degenerate: n = {n} rows < p = {p} columns, so the "
@@ -219,8 +224,8 @@ def design_notes(design: "Design", *, local: bool = False) -> tuple[str, ...]:
         notes.append("Missing values: a row with one is sent by its owner as a null row "
                      "(pure noise); the server learns neither their count nor their "
                      "positions.")
-    elif not local and design.n_dropped:
-        notes.append(f"{design.n_dropped} row(s) with missing values were dropped. This "
+    elif not local and dropped:
+        notes.append(f"{dropped} row(s) with missing values were dropped. This "
                      "count (and so n) is public by assumption: whether a person's values "
                      "are missing is not protected.")
     return tuple(notes)

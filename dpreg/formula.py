@@ -38,7 +38,8 @@ from dpreg.design import Design, check_bounds, check_finite_full_rank, check_mis
 from dpreg.exceptions import DataError, FormulaError, OptionError, PrivacyLeakError
 from dpreg.intervals import derive_bounds
 
-__all__ = ["build_design", "build_exog", "build_chunk", "column_kinds", "capture_env"]
+__all__ = ["build_design", "build_exog", "build_chunk", "build_rows", "column_kinds",
+           "capture_env", "formula_namespace", "namespace_env"]
 
 _NAME_ERROR = re.compile(r"name '([^']+)' is not defined")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -549,6 +550,89 @@ def capture_env(eval_env: int = 0):
     """The namespace ``eval_env`` frames above the caller, for a later :func:`build_design`
     (a stream builds its design when its first chunk arrives, in another frame)."""
     return patsy.EvalEnvironment.capture(eval_env + 1)
+
+
+def formula_namespace(formula: str, eval_env=0) -> dict[str, Any]:
+    """The functions and modules the formula's terms name, from the caller's namespace.
+
+    Parameters
+    ----------
+    formula : str
+    eval_env : int or captured environment
+        Frames above the caller (or an environment from :func:`capture_env`).
+
+    Returns
+    -------
+    dict
+        ``{name: function or module}`` (e.g. ``{"np": numpy}``), so that the formula can
+        be evaluated elsewhere (:func:`namespace_env`), e.g. on a Dask worker.
+    """
+    env = eval_env if isinstance(eval_env, patsy.EvalEnvironment) else \
+        patsy.EvalEnvironment.capture(eval_env + 1)
+    out = {}
+    for word in set(_WORD.findall(formula)):
+        head = word.split(".")[0]
+        for ns in getattr(env, "_namespaces", []):
+            if head in ns:
+                if callable(ns[head]) or isinstance(ns[head], types.ModuleType):
+                    out[head] = ns[head]
+                break
+    return out
+
+
+def namespace_env(namespace: Mapping[str, Any]):
+    """An evaluation environment for :func:`build_design` from :func:`formula_namespace`."""
+    return patsy.EvalEnvironment([dict(namespace)])
+
+
+def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,
+               levels: Mapping[str, Sequence] | None) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(endog, exog, n_dropped)`` of more rows of a model, built as :func:`build_design`
+    builds its own.
+
+    The same checks (column names, infinities, text in numeric columns), declared levels,
+    data columns clipped to their declared bounds, transformed terms with declared bounds
+    clipped in the design, and rows with a missing value dropped (``missing="drop"``,
+    counted in ``n_dropped``) or refused (``"raise"``). For rows that reach the sums of
+    a fit partition by partition (a Dask frame); unlike :func:`build_chunk` (local DP),
+    a dropped row is left out, not sent as a null row.
+
+    Parameters
+    ----------
+    template : Design
+        The model's design (its ``design_info`` and ``endog_info`` build the columns).
+    data : pandas.DataFrame
+        The rows (not modified).
+    missing : {"drop", "raise"}
+    bounds, levels : dict or None
+        As given to :func:`build_design`.
+
+    Returns
+    -------
+    (ndarray (n,), ndarray (n, p), int)
+    """
+    data = _plain_dtypes(_check_frame(data))
+    p = len(template.exog_names)
+    if len(data) == 0:
+        return np.empty(0), np.empty((0, p)), 0
+    data, norm = _prepare(template.formula, data, bounds, levels, check_missing(missing))
+    data = data.reset_index(drop=True)
+    plan = _numeric_plan(template, data)
+    if plan is not None:
+        y, X = _numeric_columns(plan, data)
+    else:
+        y_df, X_df = _patsy_call(patsy.build_design_matrices,
+                                 [template.endog_info, template.design_info], data,
+                                 NA_action=patsy.NAAction(on_NA=missing),
+                                 return_type="dataframe")
+        if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
+            y_df = y_df.iloc[:, [1]]
+        y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
+        X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    _enforce_term_bounds(norm, data, template.endog_info, template.design_info, y, X)
+    if len(y):
+        check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
+    return y, X, len(data) - len(y)
 
 
 def build_exog(design_info, data) -> np.ndarray:

@@ -13,10 +13,12 @@ import numpy as np
 
 from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import Design, check_identified, design_from_arrays
+from dpreg.exceptions import OptionError
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak
 from dpreg.fits.registry import ENGINES, fit_options
-from dpreg.formula import build_design
+from dpreg.fits.ssp_dask import dask_design, is_dask_frame
+from dpreg.formula import build_design, capture_env
 from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.request import PrivacyRequest
@@ -83,6 +85,7 @@ class DPRegression:
         return model
 
     def _set_up(self, design: Design, family: Family, constants) -> None:
+        self._rows = None  # where the rows are when not in the design (a Dask frame)
         self.family = family
         self.c, self.tau, self.mallows = constants
         self.design = design
@@ -107,8 +110,10 @@ class DPRegression:
         ----------
         formula : str
             e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``.
-        data : pandas.DataFrame
-            The data (held by the model; never in its results).
+        data : pandas.DataFrame or dask.dataframe.DataFrame
+            The data (held by the model; never in its results). A Dask frame is read
+            partition by partition by ``engine="ssp"`` only; its categorical columns
+            need ``levels=`` (see the user guide's SSP page).
         family : {"linear", "huber", "logistic", "expectile"}
             As for :class:`DPRegression`.
         c : float, optional
@@ -134,6 +139,14 @@ class DPRegression:
             The model (nothing is fitted yet).
         """
         family_obj = get_family(family)
+        if is_dask_frame(data):
+            design, rows = dask_design(formula, data, missing=missing, bounds=bounds,
+                                       levels=levels, eval_env=capture_env(eval_env + 1),
+                                       binary_outcome=family_obj.name == "logistic")
+            model = cls._from_design(design, family=family_obj, c=c, tau=tau,
+                                     weights=weights)
+            model._rows = rows
+            return model
         design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
                               eval_env=eval_env + 1,
                               binary_outcome=family_obj.name == "logistic")
@@ -142,7 +155,8 @@ class DPRegression:
     @property
     def problem(self) -> Problem:
         """The design, objective and conditioning a fit solves."""
-        return Problem(self.design, self.objective, self.conditioning)
+        return Problem(self.design, self.objective, self.conditioning,
+                       rows=self._rows)
 
     @property
     def exog_names(self) -> list[str]:
@@ -294,6 +308,11 @@ class DPRegression:
         if options.get("engine") == "auto":
             options, auto_reason = self._resolve_auto(options)
         opts = fit_options(**options)
+        if self._rows is not None and opts.engine != "ssp":
+            raise OptionError(f"the rows are in a Dask DataFrame, which only engine='ssp' "
+                              f"reads (partition by partition, linear regression); got "
+                              f"engine={opts.engine!r}: pass engine='ssp', or a pandas "
+                              "DataFrame for the other engines")
         warn_fixed_seed(opts.random_state)
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
@@ -351,5 +370,8 @@ class DPRegression:
         DPRegressionResults
             With ``private=False`` and no ledger.
         """
+        if self._rows is not None:
+            raise OptionError("the oracle needs the rows in memory: pass a pandas DataFrame "
+                              "(the rows of a Dask DataFrame are read by engine='ssp' only)")
         check_identified(self.design)  # private fits never refuse on the data's rank
         return fit_oracle(self.design, self.objective)

@@ -45,6 +45,12 @@ def ols(df=None, formula="y ~ x", **kw):
     return lambda: dpreg.dp_ols(formula, BASE if df is None else df, **{**OK, **kw})
 
 
+def _dask(df):
+    import dask.dataframe as dd  # the test extra has dask
+
+    return dd.from_pandas(df, npartitions=2)
+
+
 def oracle(df=None, formula="y ~ x", **kw):
     """Identification (n >= p, full rank) is checked by the oracle only (issue 15)."""
     return lambda: dpreg.oracle(formula, BASE if df is None else df,
@@ -233,6 +239,13 @@ CASES = {
         OptionError, "bounds on the outcome"),
     "ssp: sandwich without robust=True": (
         ols(engine="ssp", steps=None, cov_type="sandwich"), OptionError, "robust=True"),
+    "ssp: Dask frame with another engine": (
+        lambda: dpreg.dp_ols("y ~ x", _dask(BASE), mu=1, bounds=OK["bounds"]),
+        OptionError, "engine='ssp'"),
+    "ssp: Dask frame, categories not declared": (
+        lambda: dpreg.dp_ols("y ~ x + g", _dask(BASE), mu=1, bounds=OK["bounds"],
+                             engine="ssp"),
+        OptionError, "levels="),
     "ldp_sgd: steps given": (ols(engine="ldp_sgd"), OptionError, "steps"),
     "stream: option of another engine": (
         lambda: dpreg.LDPStream("y ~ x", mu=1, steps=10),

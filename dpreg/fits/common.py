@@ -74,11 +74,16 @@ def leak(message: str, strict: bool) -> None:
 @dataclass(frozen=True, eq=False)
 class Problem:
     """What a fit solves: a checked design, its objective and the public conditioning
-    of its columns (:func:`dpreg.conditioning.default_conditioning`)."""
+    of its columns (:func:`dpreg.conditioning.default_conditioning`).
+
+    ``rows`` is ``None`` when the rows are the design's arrays; otherwise it says where
+    they are (a Dask frame: :class:`dpreg.fits.ssp_dask.DaskRows`, whose design has no
+    rows), and only an engine that reads rows through it (``"ssp"``) can fit."""
 
     design: Design
     objective: Objective
     conditioning: Conditioning
+    rows: Any = None
 
     @property
     def exog_names(self) -> list[str]:

@@ -119,12 +119,12 @@ class SSPOptions(CommonOptions):
     and heteroskedastic errors; binomial s.e. 0.013). Where no fit warns, the plug-in and
     the bootstrap both cover (0.94-0.97). Where the released ``X'X`` is floored, both
     undercover and the bootstrap more: at n = 2000, mu = 0.5 (every fit warns) the
-    plug-in covers 0.93 (p = 4) and 0.82 (p = 6), the percentile bootstrap 0.90 and
+    plug-in covers 0.93 (p = 4) and 0.82 (p = 6), the percentile bootstrap 0.91 and
     0.76, the basic 0.89 and 0.77. Over all cells, the fits with no floored eigenvalue
     cover whatever the delta-method diagnostic (plug-in 0.956, 0.961 and 0.969 with it
-    below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.957, 0.959, 0.962), and those
+    below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.956, 0.959, 0.963), and those
     with 1, 2, 3 floored eigenvalues less and less (plug-in 0.957, 0.941, 0.824;
-    percentile bootstrap 0.945, 0.914, 0.765). So the floor, not the memo's threshold of
+    percentile bootstrap 0.943, 0.912, 0.763). So the floor, not the memo's threshold of
     0.1 on the diagnostic, triggers the warning, and it does not recommend the
     bootstrap. The
     heteroskedasticity of that design is mild (the classical forms cover); the sandwich
@@ -311,7 +311,7 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
 
 
 def fit_ssp(problem: Problem, opts: SSPOptions, request,
-            given=frozenset(), source=None) -> DPRegressionResults:
+            given=frozenset()) -> DPRegressionResults:
     """Fit linear regression by sufficient-statistics perturbation.
 
     Parameters
@@ -325,12 +325,6 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         The total budget.
     given : frozenset of str
         The options the user gave (unused).
-    source : object, optional
-        Where the rows are (``nobs``, ``n_dropped``, ``sums(settings)``,
-        ``meat(settings, theta)``, ``notes()``); default the design's arrays
-        (:class:`ArraySource`).
-        ``nobs`` may be ``None`` until ``sums`` has run (a Dask frame's count comes out
-        of the same pass as its sums).
 
     Returns
     -------
@@ -353,9 +347,10 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     midpoint of its declared bounds when the design has an intercept (``y_bound`` its
     half-range; without an intercept ``y_bound = max(|lower|, |upper|)``), the budget
     split. The events are calibrated so that their composition meets ``request`` and
-    recorded before the data are read (for a source whose ``nobs`` is unknown, they are
-    calibrated first and recorded once its pass gives ``n``, which the ledger's
-    reporting ``delta`` uses). The noise is drawn from the first of two generators
+    recorded before the data are read (for rows in a Dask frame, whose ``n`` is not
+    known before the pass, they are calibrated first and recorded once the pass gives
+    ``n``, which only the ledger's reporting ``delta`` uses; nothing is released before
+    the noise is added). The noise is drawn from the first of two generators
     spawned from ``random_state`` (the sums, then the meat), the bootstrap from the
     second. Estimates, covariances and replicates are mapped back to the user's
     coordinates exactly.
@@ -371,7 +366,10 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     def build(scale):
         return ssp_events(settings, p, split, scale)
 
-    source = ArraySource(problem, cond) if source is None else source
+    # where the rows are: the design's arrays, or a Dask frame summed partition by
+    # partition (dpreg.fits.ssp_dask), whose count n comes out of the same pass
+    source = (ArraySource(problem, cond) if problem.rows is None
+              else problem.rows.ssp_source(problem, cond))
     if source.nobs is not None:
         events, ledger = calibrate_and_record(request, build, source.nobs, what)
         sums = source.sums(settings)
