@@ -670,7 +670,7 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
         raise DataError(f"column(s) {list(changed)} changed type between chunks (now "
                         f"{changed}, before {[dtypes[c] for c in changed]}); convert them "
                         "before streaming")
-    data, _ = _prepare(formula, data, bounds, levels, missing)
+    data, norm = _prepare(formula, data, bounds, levels, missing)
     data = data.reset_index(drop=True)
     plan = _numeric_plan(template, data)
     if plan is not None:
@@ -687,6 +687,9 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
         X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
         keep = np.zeros(len(data), dtype=bool)
         keep[X_df.index.to_numpy()] = True
+    # declared bounds of transformed terms are enforced on every chunk (as on the
+    # first): the local noise is calibrated to them
+    _enforce_term_bounds(norm, data, template.endog_info, template.design_info, y, X)
     if len(y):
         check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
     n_null = int(len(keep) - keep.sum())

@@ -258,3 +258,24 @@ def test_plot_trajectory_of_a_dpsgd_fit(small_frame, small_bounds, tmp_path):
         trajectory_bands(_stream().consume(small_frame.assign(
             x1=small_frame["x"], x2=small_frame["d"], g="a")).results().trajectory,
             methods=["plugin"])
+
+
+def test_later_chunks_clip_declared_bounds_of_transformed_terms():
+    """A declared bound on a transformed term (``np.log(w)`` in [0, 1]) is enforced on
+    every chunk, not only on the first: a later row with log(w) = 3.9 must reach the
+    device clipped to 1, or its gradient exceeds the sensitivity the local noise was
+    calibrated to. The stream fed in two chunks equals the one-shot fit, which clips."""
+    rng = np.random.default_rng(4)
+    n = 400
+    w = np.exp(rng.uniform(0, 1, n))
+    w[300:] = 50.0  # log 50 = 3.9, outside the declared [0, 1], all in the second chunk
+    d = pd.DataFrame({"w": w, "y": rng.uniform(-1, 1, n)})
+    bounds = {"np.log(w)": (0, 1), "y": (-1, 1)}
+    kw = dict(formula="y ~ np.log(w)", family="huber", mu=1.0, bounds=bounds,
+              random_state=3)
+    stream = dpreg.LDPStream(**kw)
+    stream.consume([d.iloc[:200], d.iloc[200:]])
+    chunked = stream.results()
+    one = dpreg.dp_huber("y ~ np.log(w)", d, engine="ldp_sgd", mu=1.0, bounds=bounds,
+                         random_state=3)
+    np.testing.assert_allclose(chunked.params, one.params, rtol=1e-12)
