@@ -621,14 +621,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
     if plan is not None:
         y, X = _numeric_columns(plan, data)
     else:
-        y_df, X_df = _patsy_call(patsy.build_design_matrices,
-                                 [template.endog_info, template.design_info], data,
-                                 NA_action=patsy.NAAction(on_NA=missing),
-                                 return_type="dataframe")
-        if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
-            y_df = y_df.iloc[:, [1]]
-        y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
-        X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+        y, X, _ = _template_rows(template, data, missing)
     _enforce_term_bounds(norm, data, template.endog_info, template.design_info, y, X)
     if len(y):
         check_finite_full_rank(y, X, template.endog_name, template.exog_names, rank=False)
@@ -641,6 +634,20 @@ def build_exog(design_info, data) -> np.ndarray:
     (X,) = _patsy_call(patsy.build_design_matrices, [design_info], data,
                        NA_action=patsy.NAAction(on_NA="raise"), return_type="matrix")
     return np.asarray(X, dtype=float)
+
+
+def _template_rows(template: Design, data: pd.DataFrame, missing: str):
+    """``(endog, exog, kept row positions)`` of ``data`` built by patsy with the
+    template's columns (rows with a missing value left out under ``missing="drop"``)."""
+    y_df, X_df = _patsy_call(patsy.build_design_matrices,
+                             [template.endog_info, template.design_info], data,
+                             NA_action=patsy.NAAction(on_NA=missing),
+                             return_type="dataframe")
+    if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
+        y_df = y_df.iloc[:, [1]]
+    y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
+    X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    return y, X, X_df.index.to_numpy()
 
 
 def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,
@@ -677,16 +684,9 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
         y, X = _numeric_columns(plan, data)
         keep = _numeric_keep(plan, data)
     else:
-        y_df, X_df = _patsy_call(patsy.build_design_matrices,
-                                 [template.endog_info, template.design_info], data,
-                                 NA_action=patsy.NAAction(on_NA=missing),
-                                 return_type="dataframe")
-        if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
-            y_df = y_df.iloc[:, [1]]
-        y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
-        X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+        y, X, kept = _template_rows(template, data, missing)
         keep = np.zeros(len(data), dtype=bool)
-        keep[X_df.index.to_numpy()] = True
+        keep[kept] = True
     # declared bounds of transformed terms are enforced on every chunk (as on the
     # first): the local noise is calibrated to them
     _enforce_term_bounds(norm, data, template.endog_info, template.design_info, y, X)
