@@ -176,7 +176,8 @@ def _engine_comparison() -> Study:
         title="Engines compared: linear regression, natural units, same total budget",
         description="Coverage of the population coefficients and mean length of every "
                     "interval of DP-SGD, DP-GD, the sufficient-statistics engine and "
-                    "AdaSSP, at the package's defaults, with fit times.")
+                    "AdaSSP, at the package's defaults, with fit times.",
+        figures=(FigureSpec("coverage", ec.draw_engines),))
 
 
 # ---------------------------------------------------------------------------- dpsgd paper

@@ -35,7 +35,7 @@ from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
 from dpreg.studies.robustness import clipped_target, natural_units_design
 
-__all__ = ["comparison_replicate", "comparison_table", "shortest_valid", "choice_rows",
+__all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid", "choice_rows",
            "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED"]
 
 #: Share of warned fits above which an interval is not a user's choice in its cell.
@@ -259,3 +259,24 @@ def _default_method(engine: str) -> str | None:
     from dpreg.fits.registry import ENGINES
 
     return ENGINES[engine].cov_types[0] if engine in ENGINES else None
+
+
+def draw_engines(summary: pd.DataFrame, path=None):
+    """The robustness study's figure (:func:`dpreg.studies.robustness.draw_robustness`)
+    for the intervals' population rows: coverage of the unwarned fits per cell, one panel
+    per interval method, with each cell's share of warned fits.
+
+    Parameters
+    ----------
+    summary : pandas.DataFrame
+        :func:`dpreg.studies.summarize` of the ``engines`` study.
+    path : str or Path, optional
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    from dpreg.studies.robustness import draw_robustness
+
+    rows = summary[summary["target"] == CHOOSABLE_TARGET] if "target" in summary else summary
+    return draw_robustness(rows, path)

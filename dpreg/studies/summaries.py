@@ -40,7 +40,9 @@ AVERAGE = "(average)"
 #: Measures of :func:`summarize`, in column order (each followed by ``<name>_mcse``).
 MEASURES = ("coverage", "length", "bias", "mse", "rmse", "rejection")
 _VALUES = ("truth", "estimate", "lower", "upper", "pvalue")
-_RUNNER = ("rep", "rep_seconds")
+#: Per-replication bookkeeping, never a grouping key: the runner's ``rep`` and
+#: ``rep_seconds``, and ``seconds``, a fit time a replicate records itself.
+_RUNNER = ("rep", "rep_seconds", "seconds")
 _DERIVED = ("coverage", "length", "bias", "mse", "rejection")
 
 
