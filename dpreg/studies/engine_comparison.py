@@ -35,8 +35,8 @@ from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
 from dpreg.studies.robustness import clipped_target, natural_units_design
 
-__all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid", "choice_rows",
-           "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED"]
+__all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid",
+           "choice_rows", "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED"]
 
 #: Share of warned fits above which an interval is not a user's choice in its cell.
 MOSTLY_WARNED = 0.5
