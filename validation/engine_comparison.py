@@ -3,7 +3,14 @@
     python validation/engine_comparison.py --reps 200 --jobs 1 --out validation/results
     python validation/engine_comparison.py --reps 50 --n 500 2000 10000   # a subset
     python validation/engine_comparison.py --reps 40 --large-n 100000 --large-reps 10 \
-        --large-engines dpsgd ssp adassp --write-choice        # the recorded run
+        --large-engines dpsgd ssp adassp --write-choice
+    python validation/engine_comparison.py --write-choice \
+        --part 500,2000,10000:dpsgd,ssp,adassp:200 --part 500,2000:dpgd:200 \
+        --part 10000:dpgd:40 --part 100000:ssp,adassp:200 \
+        --part 100000:dpsgd:40                                 # the recorded run
+
+``--part N,..:ENGINE,..:REPS`` (repeatable) runs those n and engines at that many
+replications; the parts together make the table.
 
 Writes ``engines.csv`` (one row per cell, engine, interval and target: coverage over all
 fits and over those without a warning, the share that warned, mean length, mean fit
@@ -37,6 +44,8 @@ def main() -> None:
                         help="n values run with --large-reps and --large-engines instead")
     parser.add_argument("--large-reps", type=int, default=10)
     parser.add_argument("--large-engines", nargs="*")
+    parser.add_argument("--part", action="append", type=_part, default=[],
+                        help="N,..:ENGINE,..:REPS, repeatable; replaces the options above")
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
     parser.add_argument("--write-choice", action="store_true",
@@ -46,7 +55,9 @@ def main() -> None:
     study = get_study("engines")
     start = time.perf_counter()
     parts = [(args.n, args.engines, args.reps)]
-    if args.large_n:
+    if args.part:
+        parts = args.part
+    elif args.large_n:
         # the largest n at fewer replications (and engines), for the wall time
         parts = [([v for v in (args.n or _all_n(study)) if v not in args.large_n],
                   args.engines, args.reps),
@@ -81,7 +92,18 @@ def main() -> None:
         print()
         print(best.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"\n{len(table)} rows, {int((~table['passes']).sum())} not passing; "
-              f"{minutes:.1f} min, {args.reps} replications per cell")
+              f"{minutes:.1f} min, replications per cell: "
+              f"{', '.join(str(reps) + ' ' + '/'.join(e or ['all']) for _, e, reps in parts)}")
+
+
+def _part(text: str) -> tuple[list[int], list[str], int]:
+    """``"500,2000:dpsgd,ssp:200"`` -> ``([500, 2000], ["dpsgd", "ssp"], 200)``."""
+    try:
+        n_text, engines, reps = text.split(":")
+        return [int(v) for v in n_text.split(",")], engines.split(","), int(reps)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(
+            f"--part {text!r}: expected N,..:ENGINE,..:REPS") from exc
 
 
 def _all_n(study) -> list[int]:
@@ -95,9 +117,15 @@ def write_choice(rows: list[dict], args) -> None:
     import numpy as np
 
     engines = sorted({e for g in get_study("engines").grid for e in g["engine"]})
-    source = (f"engines study, {args.reps} replications per cell ({args.large_reps} at n "
-              f"= {args.large_n})" if args.large_n else
-              f"engines study, {args.reps} replications per cell")
+    if args.part:
+        source = "engines study, replications per cell: " + "; ".join(
+            f"{reps} for {','.join(engines)} at n = {','.join(map(str, n))}"
+            for n, engines, reps in args.part)
+    elif args.large_n:
+        source = (f"engines study, {args.reps} replications per cell ({args.large_reps} "
+                  f"at n = {args.large_n})")
+    else:
+        source = f"engines study, {args.reps} replications per cell"
     source += (f", n in "
               f"{sorted(set(r['n'] for r in rows))}, engines {engines}")
     import pprint
