@@ -139,9 +139,12 @@ def ldp_step(obj, row_sq: float, lr_decay: float, boxed: bool = False
     means for the least-spread coefficient): Huber, n = 20,000, p = 3, mu = 2: 0.89 /
     0.80 -> 0.95 / 0.94; linear, same cell: 0.91 / 0.86 -> 0.96 / 0.94; linear, n =
     50,000, p = 10, mu = 5: 0.85 / 0.75 -> 0.91 / 0.88; the estimate's s.d. grows by
-    3-20%. Where the covariates fill their boxes the larger step only costs length (10
-    uniform covariates filling [-1, 1], n = 20,000: coverage 0.96 -> 0.95, s.d. 1.8 times
-    larger); pass ``lr=2`` there (``validation/ldp_convergence.py``).
+    3-20% there. Where the covariates fill their boxes the larger step costs length and
+    nothing else (``validation/ldp_boxed_step.py``, Huber, 150 fits: random-scaling
+    length 1.3 times at mu = 2 and 2 times at mu = 1, coverage 0.95-0.97 either way;
+    ``validation/ldp_convergence.py``: 10 uniform covariates filling [-1, 1], the
+    estimate's s.d. 1.8 times); pass ``lr=2`` when the covariates are known to fill their
+    boxes.
 
     **The ldp-sgd paper's step** (other curved scores; Huber on Mallows weights, the
     paper's design, where the offset step dropped Table 1's plug-in coverage from 89.0%
