@@ -258,6 +258,7 @@ def test_ldp_summary_states_the_spread_its_intervals_assume(seed):
     share = spread_needed(len(d), float(s.value("lr")), float(s.value("lr_decay")),
                           float(s.value("step_offset")), 1.0)
     assert f"at least {share:.0%} of half its declared range" in boxed.summary().as_text()
+    assert "fill their boxes mix at lr=2 too" in " ".join(boxed.summary().as_text().split())
     assert "of half its declared range" not in mallows.summary().as_text()
 
 

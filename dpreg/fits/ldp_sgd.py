@@ -224,12 +224,14 @@ class LDPRun:
         self.cond = problem.coordinates(opts.condition)
         self.pub = problem.public_settings(opts, self.cond, full_batch=True)
         self.step_offset = 0.0
+        self._boxed_step = False  # the default offset step of declared boxes
         if opts.lr is None:
             # declared boxes bound every row (whether or not the engine maps them)
             lr, self.step_offset, why = ldp_step(obj, self.pub.row_sq_bound,
                                                  float(opts.lr_decay),
                                                  boxed=design.row_norm_bound() is not None)
             self.pub = dataclasses.replace(self.pub, lr=lr, reasons=self.pub.reasons + (why,))
+            self._boxed_step = lr * obj.hess_bound == BOXED_LDP_LR
         self.split = opts.split()
         self.plugin = "hessian" in self.split
         clip = self.pub.clip
@@ -373,7 +375,9 @@ class LDPRun:
                     "step, the intervals assume each bounded covariate's standard deviation "
                     f"is at least {share:.0%} of half its declared range; below it they come "
                     "out too short: declare tighter bounds or pass a larger lr= "
-                    "(spread_needed in dpreg.fits.ldp_sgd).")
+                    "(spread_needed in dpreg.fits.ldp_sgd)." + (
+                        " Covariates that fill their boxes mix at lr=2 too, with shorter "
+                        "intervals." if self._boxed_step else ""))
         mu_path = self.ledger.events[0].mu()
         notes.append(f"LDP-SGD: every row was privatized by its owner (mu = {mu_path:.4g} "
                      "GDP locally); one pass in the order of arrival.")
