@@ -156,11 +156,16 @@ LINEAR_KEYS = {
 
 
 def test_linear_cells_keep_their_cache_keys():
-    """The linear cells keep the keys (and so the cache) of the linear-only study."""
+    """The linear cells keep the keys (and so the cache) of the linear-only study; the
+    other families' cells carry a ``family`` factor, which the linear cells do not."""
     cells = get_study("engines").cells()
     keys = {c.factors: c.key for c in cells}
     for factors, key in LINEAR_KEYS.items():
         assert keys[factors] == key, factors
+    other = [c for c in cells if "family" in c.params]
+    assert {c.params["family"] for c in other} == set(OTHER_FAMILIES)
+    assert {c.params["engine"] for c in other} == {"dpsgd", "dpgd"}
+    assert {c.params["n"] for c in other} == {2000, 10_000}
 
 
 def test_table_separates_families_and_the_rule_reads_the_linear_rows_only():
