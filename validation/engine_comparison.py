@@ -12,12 +12,24 @@
 ``--part N,..:ENGINE,..:REPS`` (repeatable) runs those n and engines at that many
 replications; the parts together make the table.
 
+``--family FAMILY ..`` selects the families (default ``linear``, the cells above). The
+other families, Huber, expectile and logistic, compare DP-SGD with DP-GD at n = 2,000
+and 10,000, p = 3, mu = 1 and 5 (``FAMILY_GRIDS`` of
+:mod:`dpreg.studies.engine_comparison`); every ``--part`` then runs the selected
+families' cells among its n and engines::
+
+    python validation/engine_comparison.py --family huber expectile logistic \
+        --part 2000,10000:dpsgd:200 --part 2000:dpgd:200 \
+        --part 10000:dpgd:40                    # the other families' recorded run
+
 Writes ``engines.csv`` (one row per cell, engine, interval and target: coverage over all
 fits and over those without a warning, the share that warned, mean length, mean fit
 time, and whether the interval passes) and ``engines-shortest.csv`` (per cell, the
 shortest passing interval for the population coefficients and its ratio to the next
-best), and prints both. A subset keeps the study's seeds and cache, so a later full run
-reuses it.
+best), and prints both; when ``--family`` selects any family but ``linear``, the files
+are ``engines-families.csv`` and ``engines-families-shortest.csv``, with a ``family``
+column. A subset keeps the study's seeds and cache, so a later full run reuses it.
+``--write-choice`` needs the linear family (``engine="auto"`` reads its rows only).
 """
 
 from __future__ import annotations
@@ -30,7 +42,12 @@ from pathlib import Path
 import pandas as pd
 
 from dpreg.studies import get_study
-from dpreg.studies.engine_comparison import choice_rows, comparison_table, shortest_valid
+from dpreg.studies.engine_comparison import (
+    OTHER_FAMILIES,
+    choice_rows,
+    comparison_table,
+    shortest_valid,
+)
 from dpreg.studies.runner import run_replicates
 
 
@@ -46,12 +63,18 @@ def main() -> None:
     parser.add_argument("--large-engines", nargs="*")
     parser.add_argument("--part", action="append", type=_part, default=[],
                         help="N,..:ENGINE,..:REPS, repeatable; replaces the options above")
+    parser.add_argument("--family", nargs="+", default=["linear"],
+                        choices=("linear",) + OTHER_FAMILIES,
+                        help="only these families (default: linear)")
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
     parser.add_argument("--write-choice", action="store_true",
                         help="write the rule of engine='auto' (dpreg/fits/"
                              "_engine_choice_table.py) from this run")
     args = parser.parse_args()
+    if args.write_choice and "linear" not in args.family:
+        parser.error("--write-choice needs --family linear: the rule of engine='auto' is "
+                     "read from the linear family's rows")
     study = get_study("engines")
     start = time.perf_counter()
     parts = [(args.n, args.engines, args.reps)]
@@ -67,6 +90,12 @@ def main() -> None:
         grids = []
         for grid in study.grid:
             grid = dict(grid)
+            # the linear grids have no family factor (their cache keys predate the others)
+            families = [f for f in grid.get("family", ["linear"]) if f in args.family]
+            if not families:
+                continue
+            if "family" in grid:
+                grid["family"] = families
             if n_values:
                 grid["n"] = [v for v in grid["n"] if v in n_values]
             if engines:
@@ -77,13 +106,17 @@ def main() -> None:
             raws.append(run_replicates(dataclasses.replace(study, grid=grids), reps=reps,
                                        n_jobs=args.jobs, cache_dir=args.cache,
                                        progress=True))
+    if not raws:
+        parser.error(f"no cell of the engines study for families {args.family} among the "
+                     "n and engines asked for")
     raw = pd.concat(raws, ignore_index=True)
     table = comparison_table(raw)
     best = shortest_valid(table)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out / "engines.csv", index=False, float_format="%.4f")
-    best.to_csv(out / "engines-shortest.csv", index=False, float_format="%.4f")
+    stem = "engines" if args.family == ["linear"] else "engines-families"
+    table.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
+    best.to_csv(out / f"{stem}-shortest.csv", index=False, float_format="%.4f")
     minutes = (time.perf_counter() - start) / 60
     if args.write_choice:
         write_choice(choice_rows(table), args)
@@ -93,7 +126,8 @@ def main() -> None:
         print(best.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(f"\n{len(table)} rows, {int((~table['passes']).sum())} not passing; "
               f"{minutes:.1f} min, replications per cell: "
-              f"{', '.join(str(reps) + ' ' + '/'.join(e or ['all']) for _, e, reps in parts)}")
+              f"{', '.join(str(reps) + ' ' + '/'.join(e or ['all']) for _, e, reps in parts)}"
+              f"; families: {', '.join(args.family)}")
 
 
 def _part(text: str) -> tuple[list[int], list[str], int]:
@@ -116,7 +150,8 @@ def write_choice(rows: list[dict], args) -> None:
 
     import numpy as np
 
-    engines = sorted({e for g in get_study("engines").grid for e in g["engine"]})
+    engines = sorted({e for g in get_study("engines").grid if "family" not in g
+                      for e in g["engine"]})
     if args.part:
         source = "engines study, replications per cell: " + "; ".join(
             f"{reps} for {','.join(engines)} at n = {','.join(map(str, n))}"

@@ -14,7 +14,8 @@ name               what
 ``dpgd-fig5-6``    dpgd paper, Figures 5 and 6: batch means, checkpoints, independent runs
                    (needs ``dpgd``)
 ``robustness``     natural units in loose boxes, every family, engine, batch and budget
-``engines``        the engines' intervals compared on linear regression (issue 18)
+``engines``        the engines' intervals compared on linear regression, and DP-SGD
+                   against DP-GD for the other families (issue 18)
 =================  =========================================================================
 
 :func:`get_study` returns a :class:`~dpreg.studies.Study`; run it with
@@ -171,12 +172,16 @@ def _engine_comparison() -> Study:
                  engine=engines),
             dict(n=[2000], p=[3], budget=["eps=1,delta=1e-5"], errors=["normal", "hetero"],
                  engine=engines),
+            # Huber, expectile, logistic: DP-SGD against DP-GD (a family factor of their
+            # own; the linear grids above have none, which keeps their cache keys)
+            *ec.FAMILY_GRIDS,
         ],
         constants=dict(alpha=0.05), reps=200, seed=20261125,
         title="Engines compared: linear regression, natural units, same total budget",
         description="Coverage of the population coefficients and mean length of every "
                     "interval of DP-SGD, DP-GD, the sufficient-statistics engine and "
-                    "AdaSSP, at the package's defaults, with fit times.",
+                    "AdaSSP, at the package's defaults, with fit times; for Huber, "
+                    "expectile and logistic regression, DP-SGD against DP-GD.",
         figures=(FigureSpec("coverage", ec.draw_engines),))
 
 

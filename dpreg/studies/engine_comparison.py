@@ -15,6 +15,14 @@ so its rows are scored against that target too (``target = "clipped"``), which t
 failure of the engine from a difference of estimand. The replication's fit time is kept
 (``seconds``).
 
+For the other families (Huber, the robust expectile at ``tau = 0.5``, logistic), DP-SGD
+against DP-GD, the two engines that fit them both, on the same design
+(:data:`FAMILY_GRIDS`): there the family is a factor of the cell, the truth is the
+population coefficient of the family (the regression line for the symmetric errors of
+Huber and expectile, the logistic index for ``logistic``) and DP-GD's rows are scored
+against its clipped target as for the linear family. The linear cells carry no
+``family`` factor, so that their cache keys are those of the linear-only study.
+
 :func:`comparison_table` gives, per cell and interval, coverage (all fits and the fits
 that did not warn), the share of fits that warned, mean length, fit time and the verdict
 (covers within 3 Monte Carlo s.e., as in the robustness study);
@@ -30,13 +38,14 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from dpreg.api import dp_ols
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
+from dpreg.studies.robustness import _FITS as FAMILY_FITS
 from dpreg.studies.robustness import clipped_target, natural_units_design
 
 __all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid",
-           "choice_rows", "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED"]
+           "choice_rows", "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED",
+           "FAMILY_GRIDS", "OTHER_FAMILIES"]
 
 #: Share of warned fits above which an interval is not a user's choice in its cell.
 MOSTLY_WARNED = 0.5
@@ -44,9 +53,31 @@ MOSTLY_WARNED = 0.5
 #: The intervals a user choosing an engine compares: those for the population.
 CHOOSABLE_TARGET = "population"
 
+#: The families compared beyond the linear one: DP-SGD against DP-GD.
+OTHER_FAMILIES = ("huber", "expectile", "logistic")
+
+#: The grid of the other families (``family`` a factor; the linear grids have none).
+#: Chosen from measured fit times: at n = 10,000, p = 3 a DP-GD fit takes 2-5 s (Huber
+#: the slowest), 3-9 times a DP-SGD fit, and 3-7 s at p = 10, so p = 10 and
+#: heteroskedastic errors are left out (and the recorded run gives DP-GD at n = 10,000
+#: fewer replications). ``errors`` does not enter a logistic outcome.
+FAMILY_GRIDS = (
+    dict(family=list(OTHER_FAMILIES), n=[2000, 10_000], p=[3], budget=["mu=1", "mu=5"],
+         errors=["normal"], engine=["dpsgd", "dpgd"]),
+)
+
+
+def _with_family(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with rows of the linear cells (which have no ``family`` factor) labelled
+    ``"linear"`` where a ``family`` column exists; unchanged otherwise."""
+    if "family" in frame and frame["family"].isna().any():
+        frame = frame.copy()
+        frame["family"] = frame["family"].fillna("linear")
+    return frame
+
 
 def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engine: str,
-                         alpha: float) -> list[dict]:
+                         alpha: float, family: str = "linear") -> list[dict]:
     """One data set, one fit by ``engine`` at its defaults, rows for every interval.
 
     Parameters
@@ -57,10 +88,16 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     budget : str
         ``"mu=<value>"`` or ``"eps=<e>,delta=<d>"``.
     errors : {"normal", "hetero"}
+        Ignored by the logistic family (its outcome is a Bernoulli draw).
     engine : str
         A registered engine name.
     alpha : float
         Nominal miscoverage.
+    family : {"linear", "huber", "expectile", "logistic"}
+        Fitted by the family's front end (``dp_ols``, ``dp_huber``, ``dp_expectile`` at
+        ``tau = 0.5``, ``dp_logit``) at its defaults. A keyword with a default, not a
+        factor of the linear grids, so that their cells' cache keys stay those of the
+        linear-only study.
 
     Returns
     -------
@@ -70,7 +107,7 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     """
     data_seed, fit_seed = seed.spawn(2)
     rng = np.random.default_rng(data_seed)
-    data, formula, bounds, truth = natural_units_design(n, p, rng, family="linear",
+    data, formula, bounds, truth = natural_units_design(n, p, rng, family=family,
                                                         errors=errors)
     options = dict(bounds=bounds, engine=engine,
                    random_state=int(fit_seed.generate_state(1)[0]))
@@ -80,7 +117,7 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        res = dp_ols(formula, data, **options)
+        res = FAMILY_FITS[family](formula, data, **options)
     seconds = time.perf_counter() - start
     warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
     rows = result_rows(res, truth, alpha=alpha, warned=warned, seconds=seconds,
@@ -88,7 +125,7 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     if engine == "dpgd":
         from dpreg.model import DPRegression
 
-        model = DPRegression.from_formula(formula, data, family="linear", bounds=bounds)
+        model = DPRegression.from_formula(formula, data, family=family, bounds=bounds)
         clipped = clipped_target(model, float(res.settings.value("clip")))
         rows += result_rows(res, clipped, alpha=alpha, warned=warned, seconds=seconds,
                             target="clipped")
@@ -115,14 +152,16 @@ def comparison_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     Returns
     -------
     pandas.DataFrame
-        Columns: the cell's factors, ``engine``, ``method``, ``target``, ``reps``,
+        Columns: the cell's factors (``family`` first when ``raw`` has cells of another
+        family than the linear one; the linear cells' rows are then labelled
+        ``"linear"``), ``engine``, ``method``, ``target``, ``reps``,
         ``coverage``, ``coverage_unwarned``, ``mcse``, ``warned``, ``length`` (the
         geometric mean over coefficients of each one's mean length: the coefficients'
         scales cancel in a ratio of two intervals' lengths), ``seconds`` (mean fit time),
         ``passes``.
     """
-    factors = [c for c in ("n", "p", "budget", "errors") if c in raw]
-    raw = raw.copy()
+    raw = _with_family(raw).copy()
+    factors = [c for c in ("family", "n", "p", "budget", "errors") if c in raw]
     raw["covered"] = (raw["lower"] <= raw["truth"]) & (raw["truth"] <= raw["upper"])
     raw["length"] = raw["upper"] - raw["lower"]
     rows = []
@@ -161,12 +200,13 @@ def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.Da
     Returns
     -------
     pandas.DataFrame
-        One row per cell: ``engine``, ``method``, ``length`` and ``coverage_unwarned`` of
+        One row per cell (its factors, ``family`` included when the table has it):
+        ``engine``, ``method``, ``length`` and ``coverage_unwarned`` of
         the shortest passing interval, the runner-up's ``next_engine``,
         ``next_method`` and ``ratio`` (its length over the shortest's), and
         ``failing``, the intervals that did not pass (``engine/method``).
     """
-    factors = [c for c in ("n", "p", "budget", "errors") if c in table]
+    factors = [c for c in ("family", "n", "p", "budget", "errors") if c in table]
     pool = table[(table["target"] == CHOOSABLE_TARGET)
                  & ~table["engine"].isin(list(exclude_engines))]
     rows = []
@@ -200,9 +240,13 @@ TIE = 0.02
 
 
 def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[dict]:
-    """The rule of ``engine="auto"``: per ``(n, p, budget)``, the shortest interval that
-    passes under **both** error laws (whether the errors are heteroskedastic is not
-    public), its length being the longer of the two.
+    """The rule of ``engine="auto"``: per ``(n, p, budget)`` of the linear family, the
+    shortest interval that passes under **both** error laws (whether the errors are
+    heteroskedastic is not public), its length being the longer of the two.
+
+    Rows of other families (a ``family`` column other than ``"linear"``) are left out:
+    the rule is for the linear family, and the other families keep DP-SGD, the one
+    engine there whose intervals are built for the population (:data:`NOT_POPULATION`).
 
     Parameters
     ----------
@@ -222,6 +266,9 @@ def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[
         two laws, ``next`` the runner-up ``"engine/method"`` or ``""``, ``ratio`` its
         length over the winner's, or ``None``.
     """
+    table = _with_family(table)
+    if "family" in table:
+        table = table[table["family"] == "linear"]
     pool = table[(table["target"] == CHOOSABLE_TARGET)
                  & ~table["engine"].isin(list(exclude_engines))]
     rows = []
@@ -264,7 +311,8 @@ def _default_method(engine: str) -> str | None:
 def draw_engines(summary: pd.DataFrame, path=None):
     """The robustness study's figure (:func:`dpreg.studies.robustness.draw_robustness`)
     for the intervals' population rows: coverage of the unwarned fits per cell, one panel
-    per interval method, with each cell's share of warned fits.
+    per interval method, with each cell's share of warned fits (the linear cells labelled
+    ``family=linear`` when other families are in the summary).
 
     Parameters
     ----------
@@ -278,5 +326,6 @@ def draw_engines(summary: pd.DataFrame, path=None):
     """
     from dpreg.studies.robustness import draw_robustness
 
+    summary = _with_family(summary)
     rows = summary[summary["target"] == CHOOSABLE_TARGET] if "target" in summary else summary
     return draw_robustness(rows, path)
