@@ -73,7 +73,7 @@ def test_choose_engine_returns_each_cells_rule(k):
 def test_other_families_keep_the_default_engine():
     engine, method, reason = choose_engine(5000, 3, "logistic",
                                            PrivacyRequest.from_options(mu=1.0))
-    assert (engine, method) == ("dpsgd", None) and "linear family only" in reason
+    assert (engine, method) == ("dpsgd", None) and "compares it with DP-GD" in reason
 
 
 def test_request_mu_converts_every_unit():

@@ -9,7 +9,8 @@ whose fits covered within 3 Monte Carlo standard errors under both error laws. A
 matched to the nearest studied cell in ``log n``, ``log mu`` (an ``(epsilon, delta)`` or
 ``rho`` request is converted to its Gaussian-DP ``mu``) and ``p``; the inputs are the
 number of rows, the number of columns, the family and the request, all public. Other
-families keep the default engine (the study compares the linear family only).
+families keep the default engine, DP-SGD: there the study compares it with DP-GD, whose
+intervals are for the clipped minimizer on the sample rather than the population.
 """
 
 from __future__ import annotations
@@ -66,8 +67,9 @@ def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
     """
     if family != "linear" or not table.RULES:
         return DEFAULT_ENGINE, None, (
-            f"engine='auto': {DEFAULT_ENGINE} (the engines study compares engines for the "
-            f"linear family only; the {family} family keeps the default).")
+            f"engine='auto': {DEFAULT_ENGINE} (for the {family} family the engines study "
+            f"compares it with DP-GD, whose intervals are for the clipped minimizer on the "
+            f"sample, not the population; {DEFAULT_ENGINE} is the default).")
     mu = request_mu(request)
 
     def distance(rule):

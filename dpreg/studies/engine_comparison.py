@@ -40,8 +40,7 @@ import pandas as pd
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
-from dpreg.studies.robustness import _FITS as FAMILY_FITS
-from dpreg.studies.robustness import clipped_target, natural_units_design
+from dpreg.studies.robustness import FAMILY_FITS, clipped_target, natural_units_design
 
 __all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid",
            "choice_rows", "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED",

@@ -22,7 +22,8 @@ from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
 
-__all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target"]
+__all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target",
+           "FAMILY_FITS"]
 
 #: Covariate kinds cycled through for ``p - 1`` covariates: (name, simulate, declared box).
 _KINDS = (
@@ -32,8 +33,9 @@ _KINDS = (
     ("female", lambda rng, n: (rng.random(n) < 0.4).astype(float), (0.0, 1.0)),
     ("kids", lambda rng, n: np.minimum(rng.poisson(1.5, n), 10).astype(float), (0.0, 10.0)),
 )
-_FITS = {"linear": dp_ols, "huber": dp_huber, "expectile": dp_expectile,
-         "logistic": dp_logit}
+#: The front end that fits each family at its defaults.
+FAMILY_FITS = {"linear": dp_ols, "huber": dp_huber, "expectile": dp_expectile,
+               "logistic": dp_logit}
 
 
 def expectile_of(dist, tau: float, c: float = np.inf) -> float:
@@ -179,7 +181,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
         options["sampling"] = sampling
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        res = _FITS[family](formula, data, **options)
+        res = FAMILY_FITS[family](formula, data, **options)
     warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
     if engine == "dpgd":
         # DP-GD's intervals are for the clipped empirical minimizer on these data
