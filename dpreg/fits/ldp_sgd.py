@@ -173,7 +173,7 @@ def ldp_step(obj, row_sq: float, lr_decay: float, boxed: bool = False
 
 #: A one-pass path's intervals need its slowest direction to decorrelate within a
 #: fortieth of the pass (:func:`spread_needed`; calibrated on the robustness study's
-#: natural-units cells: at a tenth, coverage of the least-spread coefficient was 0.80-0.89).
+#: natural-units cells: at a tenth, coverage of the least-spread coefficient was 0.80-0.91).
 MIXING_SHARE = 40.0
 #: The spread of a covariate filling its declared box uniformly (sd / half-range): when
 #: :func:`spread_needed` exceeds it, one pass cannot mix for realistic data and the fit
@@ -224,14 +224,15 @@ class LDPRun:
         self.cond = problem.coordinates(opts.condition)
         self.pub = problem.public_settings(opts, self.cond, full_batch=True)
         self.step_offset = 0.0
-        self._boxed_step = False  # the default offset step of declared boxes
+        # declared boxes bound every row (whether or not the engine maps them)
+        boxed = design.row_norm_bound() is not None
+        # whether the fit runs the default offset step of declared boxes
+        self._boxed_step = opts.lr is None and boxed and (
+            obj.family.name == "linear" or obj.family.name in BOXED_OFFSET_FAMILIES)
         if opts.lr is None:
-            # declared boxes bound every row (whether or not the engine maps them)
             lr, self.step_offset, why = ldp_step(obj, self.pub.row_sq_bound,
-                                                 float(opts.lr_decay),
-                                                 boxed=design.row_norm_bound() is not None)
+                                                 float(opts.lr_decay), boxed=boxed)
             self.pub = dataclasses.replace(self.pub, lr=lr, reasons=self.pub.reasons + (why,))
-            self._boxed_step = lr * obj.hess_bound == BOXED_LDP_LR
         self.split = opts.split()
         self.plugin = "hessian" in self.split
         clip = self.pub.clip
