@@ -26,9 +26,10 @@ LAYERS: list[tuple[str, ...]] = [
     # text; data sets: arithmetic on arrays and numbers
     ("dpreg.privacy", "dpreg.families", "dpreg.tables", "dpreg.datasets"),
     # statistics of released quantities (pivots, plug-in matrices, iterates) and the
-    # design: formulas, declared bounds, the public conditioning, interval parsing
+    # design: formulas, declared bounds, the public conditioning and reference design,
+    # interval parsing
     ("dpreg.inference", "dpreg.design", "dpreg.formula", "dpreg.conditioning",
-     "dpreg.intervals"),
+     "dpreg.reference_design", "dpreg.intervals"),
     # pure drivers and numba kernels: arrays in, an output dataclass out
     ("dpreg.engines",),
     # the Results object and what it offers (tests, predictions, margins, saving, plots)

@@ -48,11 +48,12 @@ from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
+from dpreg.reference_design import reference_rows
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["LDPRun", "LDPOptions", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR", "LABEL",
            "LDP_PLUGIN_SPLIT", "MIXING_SHARE", "UNIFORM_SPREAD", "BOXED_OFFSET_FAMILIES",
-           "spread_needed"]
+           "spread_needed", "reference_spread"]
 
 PATH, HESSIAN, SCORE = "LDP-SGD gradients", "Hessian A", "score covariance S"
 LABEL = "LDP-SGD"
@@ -175,9 +176,8 @@ def ldp_step(obj, row_sq: float, lr_decay: float, boxed: bool = False
 #: fortieth of the pass (:func:`spread_needed`; calibrated on the robustness study's
 #: natural-units cells: at a tenth, coverage of the least-spread coefficient was 0.80-0.91).
 MIXING_SHARE = 40.0
-#: The spread of a covariate filling its declared box uniformly (sd / half-range): when
-#: :func:`spread_needed` exceeds it, one pass cannot mix for realistic data and the fit
-#: warns from public numbers alone.
+#: The spread of a covariate filling its declared box uniformly (sd / half-range): the
+#: :func:`reference_spread` of a design of main effects.
 UNIFORM_SPREAD = 1 / math.sqrt(3)
 
 
@@ -202,6 +202,31 @@ def spread_needed(n: int, lr: float, lr_decay: float, step_offset: float,
     return math.sqrt(scale)
 
 
+def reference_spread(design, cond) -> float | None:
+    """The spread of the flattest direction of the public reference design: the square
+    root of the smallest eigenvalue of ``E[z z']`` over rows drawn with every numerical
+    factor uniform on its declared bounds and every categorical one uniform over its
+    levels, independently (:func:`dpreg.reference_design.reference_rows`), in the
+    engine's coordinates ``z``.
+
+    It generalizes :func:`spread_needed`'s one covariate to the design: with main
+    effects only it is :data:`UNIFORM_SPREAD` (58%); an interaction spreads like the
+    product of its main effects (33% for one of two uniform covariates); the dummies of a
+    four-level factor overlap the intercept (23%). When :func:`spread_needed` exceeds
+    it, even data filling their boxes cannot mix in one pass, and the fit warns from
+    public numbers alone. Real data spread less than the reference in some direction
+    (correlated covariates, means far from the boxes' centres), which no public number
+    bounds: the summary states the condition. ``None`` without a reference law (a column
+    without declared bounds).
+    """
+    rows = reference_rows(design)
+    if rows is None:
+        return None
+    Z = cond.design(rows)
+    smallest = float(np.linalg.eigvalsh(Z.T @ Z / len(Z))[0])
+    return math.sqrt(max(smallest, 0.0))
+
+
 class LDPRun:
     """One LDP-SGD analysis: budget, ledger, pass and inference, shared by
     :class:`dpreg.LDPStream` and ``fit(engine="ldp_sgd")``.
@@ -224,6 +249,8 @@ class LDPRun:
         self.cond = problem.coordinates(opts.condition)
         self.pub = problem.public_settings(opts, self.cond, full_batch=True)
         self.step_offset = 0.0
+        # what even data filling the declared boxes would spread (public)
+        self.reference = None if self.cond.is_identity else reference_spread(design, self.cond)
         # declared boxes bound every row (whether or not the engine maps them)
         boxed = design.row_norm_bound() is not None
         # whether the fit runs the default offset step of declared boxes
@@ -367,16 +394,20 @@ class LDPRun:
             notes.append(f"cov_type {self.opts.cov_type!r} is not available for this "
                          "release; p-values use random scaling.")
         share = None
+        reference = UNIFORM_SPREAD if self.reference is None else self.reference
         if not cond.is_identity:
             share = spread_needed(n, self.settings.lr, self.settings.lr_decay,
                                   self.settings.step_offset, self.problem.objective.hess_bound)
-            if share <= UNIFORM_SPREAD:
+            if share <= reference:
                 notes.append(
                     "One pass mixes only in the directions the data fill: with this n and "
                     "step, the intervals assume each bounded covariate's standard deviation "
-                    f"is at least {share:.0%} of half its declared range; below it they come "
-                    "out too short: declare tighter bounds or pass a larger lr= "
-                    "(spread_needed in dpreg.fits.ldp_sgd)." + (
+                    f"is at least {share:.0%} of half its declared range, and that no "
+                    "combination of the columns spreads less (correlated covariates, means "
+                    "far from the boxes' centres, interactions and categorical columns "
+                    "do); below it they come out too short: declare tighter bounds, use "
+                    "more rows or pass a larger lr= (spread_needed in "
+                    "dpreg.fits.ldp_sgd)." + (
                         " Covariates that fill their boxes mix at lr=2 too, with shorter "
                         "intervals." if self._boxed_step else ""))
         mu_path = self.ledger.events[0].mu()
@@ -404,14 +435,19 @@ class LDPRun:
                       "plugin_cov": plugin_cov}
         report = one_pass_report(design.exog_names, inferences, params, steps, avgs, n,
                                  self.settings.lr_decay)
-        if share is not None and share > UNIFORM_SPREAD:
+        if share is not None and share > reference:
             report = dataclasses.replace(report, public=(
                 f"LDP-SGD cannot mix in one pass of {n} rows at this step: its intervals "
-                "need each bounded covariate's standard deviation to be at least "
-                f"{min(share, 1.0):.0%} of half its declared range, more than a covariate "
-                f"filling its box uniformly has ({UNIFORM_SPREAD:.0%}); they come out too "
-                "short. Use more rows, pass a larger lr=, or fit with a central engine "
-                "(spread_needed in dpreg.fits.ldp_sgd).",))
+                "need every direction of the bounded columns to spread at least "
+                f"{min(share, 1.0):.0%} of half its declared range, and even covariates "
+                "filling their boxes uniformly and independently leave one that spreads "
+                f"{reference:.0%}" + ("" if self.reference is None or
+                                      reference >= 0.95 * UNIFORM_SPREAD else
+                                      " (interactions and categorical columns spread less "
+                                      "than main effects)") +
+                "; they come out too short. Use more rows, pass a larger lr=, or fit "
+                "with a central engine (spread_needed and reference_spread in "
+                "dpreg.fits.ldp_sgd).",))
         return build_results(self.problem, FitRecord(
             params=params, inferences=inferences, cov_type=cov_type, engine=LABEL,
             settings=Settings.from_values(table, SETTING_LABELS), notes=tuple(notes),
