@@ -197,6 +197,20 @@ def spread_needed(n: int, lr: float, lr_decay: float, step_offset: float,
     10 gives 0.20 (``lr = 2``) and 0.94-0.96 where it gives 0.10 (``lr = 8``), so the
     stated condition takes 40; the ldp-sgd paper's standardized design sits far inside
     it; ``validation/ldp_slow_direction.py``.
+
+    Parameters
+    ----------
+    n : int
+        Rows in the pass.
+    lr, lr_decay, step_offset : float
+        The schedule ``lr (t + t0)^-alpha``.
+    hess_bound : float
+        The family's public bound on the curvature of the loss.
+
+    Returns
+    -------
+    float
+        The standard deviation needed, as a share of half the declared range.
     """
     scale = MIXING_SHARE * (n + step_offset) ** lr_decay / (lr * hess_bound * n)
     return math.sqrt(scale)
@@ -216,8 +230,20 @@ def reference_spread(design, cond) -> float | None:
     it, even data filling their boxes cannot mix in one pass, and the fit warns from
     public numbers alone. Real data spread less than the reference in some direction
     (correlated covariates, means far from the boxes' centres), which no public number
-    bounds: the summary states the condition. ``None`` without a reference law (a column
-    without declared bounds).
+    bounds: the summary states the condition.
+
+    Parameters
+    ----------
+    design : dpreg.design.Design
+        Only its public metadata is read.
+    cond : dpreg.conditioning.Conditioning
+        The engine's coordinates.
+
+    Returns
+    -------
+    float or None
+        The spread, as a share of half the declared range; ``None`` without a reference
+        law (a column without declared bounds).
     """
     rows = reference_rows(design)
     if rows is None:
