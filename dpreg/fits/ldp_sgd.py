@@ -432,8 +432,8 @@ class LDPRun:
                     "combination of the columns spreads less (correlated covariates, means "
                     "far from the boxes' centres, interactions and categorical columns "
                     "do); below it they come out too short: declare tighter bounds, use "
-                    "more rows or pass a larger lr= (spread_needed in "
-                    "dpreg.fits.ldp_sgd)." + (
+                    "more rows, pass a larger lr= or fit with a central engine "
+                    "(spread_needed in dpreg.fits.ldp_sgd)." + (
                         " Covariates that fill their boxes mix at lr=2 too, with shorter "
                         "intervals." if self._boxed_step else ""))
         mu_path = self.ledger.events[0].mu()
