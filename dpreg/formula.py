@@ -225,25 +225,36 @@ def _column_bounds(design_info, bounds: Mapping[str, tuple[float, float]]):
     fastest). The public conditioning of the engines (:mod:`dpreg.conditioning`) maps
     each column to ``[-1, 1]`` with these.
     """
+    def factor_bounds(factor, sub):
+        if factor in sub.contrast_matrices:
+            matrix = np.asarray(sub.contrast_matrices[factor].matrix, dtype=float)
+            return [(float(col.min()), float(col.max())) for col in matrix.T]
+        name = factor.name()
+        known = name in bounds and design_info.factor_infos[factor].num_columns == 1
+        return [tuple(bounds[name]) if known else None]
+
     out, numeric = [], []
+    for sub, combos in column_combos(design_info, factor_bounds):
+        factors = tuple(f.name() for f in sub.factors)
+        numeric += [factors if not sub.contrast_matrices else None] * sub.num_columns
+        out += [_interval_product(combo) for combo in combos]
+    return tuple(out), tuple(numeric)
+
+
+def column_combos(design_info, factor_values):
+    """Per subterm of a patsy design, in column order: ``(subterm, combos)``, where each
+    combo holds one value per factor of one design column (the column is their product).
+
+    ``factor_values(factor, subterm)`` gives a factor's values, one per column it
+    contributes (a contrast matrix's columns, or the one column of a numerical factor);
+    patsy orders a subterm's columns with the left-most factor varying fastest. Shared by
+    the columns' public bounds (:func:`_column_bounds`) and the public reference design
+    (:mod:`dpreg.reference_design`).
+    """
     for subterms in design_info.term_codings.values():
         for sub in subterms:
-            factors = tuple(f.name() for f in sub.factors)
-            numeric += [factors if not sub.contrast_matrices else None] * sub.num_columns
-            per_factor = []
-            for factor in sub.factors:
-                info = design_info.factor_infos[factor]
-                if factor in sub.contrast_matrices:
-                    matrix = np.asarray(sub.contrast_matrices[factor].matrix, dtype=float)
-                    per_factor.append([(float(col.min()), float(col.max()))
-                                       for col in matrix.T])
-                else:
-                    name = factor.name()
-                    known = name in bounds and info.num_columns == 1
-                    per_factor.append([tuple(bounds[name]) if known else None])
-            for combo in itertools.product(*reversed(per_factor)):
-                out.append(_interval_product(combo))
-    return tuple(out), tuple(numeric)
+            per_factor = [factor_values(factor, sub) for factor in sub.factors]
+            yield sub, list(itertools.product(*reversed(per_factor)))
 
 
 def _interval_product(intervals) -> tuple[float, float] | None:

@@ -22,9 +22,9 @@ levels, the patsy coding) and a fixed seed: it is post-processing of public inpu
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
+
+from dpreg.formula import column_combos
 
 __all__ = ["reference_rows", "REFERENCE_DRAWS"]
 
@@ -72,7 +72,7 @@ def reference_rows(design, draws: int = REFERENCE_DRAWS, seed: int = 0
                                 for j, f in enumerate(factors)])
     values: dict = {}  # factor -> its draws (numerical) or drawn level indices
 
-    def factor_columns(factor, sub) -> list[np.ndarray] | None:
+    def factor_columns(factor, sub) -> list:
         if factor not in values:
             if factor in sub.contrast_matrices or info.factor_infos[factor].type == "categorical":
                 levels = len(info.factor_infos[factor].categories)
@@ -80,25 +80,18 @@ def reference_rows(design, draws: int = REFERENCE_DRAWS, seed: int = 0
             elif factor.name() in main and info.factor_infos[factor].num_columns == 1:
                 values[factor] = _uniform(main[factor.name()], draws, rng)
             else:
-                return None
+                return [None]  # no declared bounds to draw from
         if factor in sub.contrast_matrices:
             matrix = np.asarray(sub.contrast_matrices[factor].matrix, dtype=float)
             return [matrix[values[factor], k] for k in range(matrix.shape[1])]
         return [values[factor]]
 
     columns = []
-    for subterms in info.term_codings.values():
-        for sub in subterms:
-            per_factor = []
-            for factor in sub.factors:
-                cols = factor_columns(factor, sub)
-                if cols is None:
-                    return None
-                per_factor.append(cols)
-            # patsy orders a subterm's columns with the left-most factor varying fastest
-            # (as dpreg.formula._column_bounds does)
-            for combo in itertools.product(*reversed(per_factor)):
-                columns.append(np.prod(np.vstack([np.ones(draws), *combo]), axis=0))
+    for _, combos in column_combos(info, factor_columns):
+        for combo in combos:
+            if any(v is None for v in combo):
+                return None
+            columns.append(np.prod(np.vstack([np.ones(draws), *combo]), axis=0))
     if len(columns) != p:
         return None
     return np.column_stack(columns)
