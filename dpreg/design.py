@@ -188,6 +188,29 @@ def check_identified(design: "Design") -> None:
     check_finite_full_rank(design.endog, design.exog, design.endog_name, design.exog_names)
 
 
+def check_public_size(design: "Design", *, local: bool = False) -> None:
+    """Refuse a private fit with fewer rows than columns, from public numbers only.
+
+    ``n`` and ``p`` are public (``n`` counts the rows a central fit uses, whose missing
+    count is public by assumption; under LDP every row is sent, a row with a missing
+    value as pure noise, so ``n`` counts them all). With ``n < p`` no engine can
+    identify the coefficients, and a private fit would print noise. The rank of the
+    data is never checked (a refusal would depend on the private values).
+
+    Raises
+    ------
+    DataError
+        Naming ``n`` and ``p``.
+    """
+    n = design.nobs + (design.n_dropped if local else 0)
+    p = design.k_exog
+    if n < p:
+        raise DataError(f"n = {n} rows < p = {p} columns ({list(design.exog_names)}): a "
+                        "private fit needs at least as many rows as columns to identify "
+                        "the coefficients (n and p are public; the data's rank is never "
+                        "checked). Use more rows or fewer columns")
+
+
 def design_notes(design: "Design", *, local: bool = False, nobs: int | None = None,
                  n_dropped: int | None = None) -> tuple[str, ...]:
     """Summary notes a private fit adds for its design; none depends on the private data

@@ -381,8 +381,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
                         f"{y_df.shape[1]} columns {list(y_df.columns)}); convert it to numbers")
     endog_name = str(y_df.columns[0])
     exog_names = tuple(str(c) for c in X_df.columns)
-    y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
-    X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    y, X = _owned_arrays(y_df, X_df)
     # identification (n >= p, rank) is checked only for oracles: see dpreg.design
     check_finite_full_rank(y, X, endog_name, exog_names, rank=False)
     lhs_factors = [f.name() for t in y_info.terms for f in t.factors]
@@ -656,9 +655,17 @@ def _template_rows(template: Design, data: pd.DataFrame, missing: str):
                              return_type="dataframe")
     if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
         y_df = y_df.iloc[:, [1]]
-    y = np.ascontiguousarray(y_df.iloc[:, 0].to_numpy(dtype=float))
-    X = np.ascontiguousarray(X_df.to_numpy(dtype=float))
+    y, X = _owned_arrays(y_df, X_df)
     return y, X, X_df.index.to_numpy()
+
+
+def _owned_arrays(y_df: pd.DataFrame, X_df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The outcome and design as contiguous float64 arrays that this module owns: with
+    pandas' copy-on-write (pandas >= 3) ``to_numpy`` may return a read-only view, and
+    the term bounds are enforced on these arrays in place."""
+    y = np.array(y_df.iloc[:, 0].to_numpy(dtype=float), dtype=float, order="C", copy=True)
+    X = np.array(X_df.to_numpy(dtype=float), dtype=float, order="C", copy=True)
+    return y, X
 
 
 def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,

@@ -12,7 +12,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from dpreg.conditioning import Conditioning, default_conditioning
-from dpreg.design import Design, check_identified, design_from_arrays
+from dpreg.design import Design, check_identified, check_public_size, design_from_arrays
 from dpreg.exceptions import OptionError
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak
@@ -317,6 +317,8 @@ class DPRegression:
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
         problem = self.problem
+        if self._rows is None:  # a Dask frame's rows are counted by the engine's pass
+            check_public_size(problem.design, local=opts.engine == "ldp_sgd")
         problem.check_privacy(opts.strict)
         if opts.diagnostics:
             leak("diagnostics=True attaches the count of clipped gradients, a "

@@ -14,6 +14,7 @@ import pytest
 import dpreg
 from dpreg.design import check_identified, design_from_arrays
 from dpreg.exceptions import (
+    ConvergenceWarning,
     DataError,
     OptionError,
     PrivacyLeakError,
@@ -124,12 +125,34 @@ def test_private_fits_run_on_rank_deficient_designs_and_say_so(small_frame, engi
         dpreg.oracle("y ~ x + C(g) + t", data, levels={"g": ["a", "b", "c", "z"]})
 
 
-def test_private_fit_runs_with_more_columns_than_rows(small_frame):
-    res = ols(small_frame.iloc[:3])
-    assert np.all(np.isfinite(res.params))
-    assert any("n = 3 rows < p = 5 columns" in n for n in res.notes)
+@pytest.mark.parametrize("engine", ["dpsgd", "dpgd", "ssp", "adassp", "ldp_sgd"])
+def test_private_fit_with_more_columns_than_rows_is_refused_from_public_numbers(
+        small_frame, engine):
+    # n and p are public: a fit on 3 rows with 5 columns is refused with both numbers
+    # (it printed noise before), by every engine
+    kw = {} if engine in ("dpsgd", "dpgd") else {"steps": None}
+    with pytest.raises(DataError, match=r"n = 3 rows < p = 5 columns"):
+        ols(small_frame.iloc[:3], engine=engine, **kw)
     with pytest.raises(DataError, match="more regressors"):
         dpreg.oracle("y ~ x + C(g) + d", small_frame.iloc[:3])
+    # n = p runs (the refusal is n < p, not a property of the data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 5 rows: noise, as it says
+        res = ols(small_frame.iloc[:5], engine=engine, **kw)
+    assert np.all(np.isfinite(res.params))
+
+
+def test_ldp_refusal_counts_the_rows_sent_not_the_complete_ones(small_frame):
+    # under LDP a row with a missing value is sent as noise: 5 rows sent, 2 of them
+    # incomplete, is n = 5 >= p = 5 (refusing would publish that rows were missing)
+    data = small_frame.iloc[:5].copy()
+    data.loc[data.index[:2], "x"] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = ols(data, engine="ldp_sgd", steps=None)
+    assert np.all(np.isfinite(res.params))
+    with pytest.raises(DataError, match=r"n = 3 rows < p = 5"):
+        ols(data, engine="dpsgd")  # central: the missing count is public
 
 
 def test_array_intercept_comes_from_names_or_argument_not_values(small_frame):

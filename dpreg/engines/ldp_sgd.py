@@ -64,6 +64,10 @@ class LDPSettings:
     step_offset : float
         ``t0 >= 0`` in the step ``lr (t + t0)^-alpha``: a public shift that caps the first
         steps (asymptotically the same schedule). Default 0.
+    row_sq_bound : float or None
+        Public bound on ``w ||x||^2`` that the plug-in Hessian's sensitivity assumes
+        (:meth:`dpreg.fits.common.Problem.weighted_row_bounds`): rows are also clipped
+        so that it holds. Default ``None`` (only ``x_bound``).
     """
 
     lr: float
@@ -77,6 +81,7 @@ class LDPSettings:
     c: float
     tau: float
     step_offset: float = 0.0
+    row_sq_bound: float | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -232,10 +237,13 @@ class LDPPath:
         y = np.ascontiguousarray(y, dtype=float)
         w = np.ascontiguousarray(weights, dtype=float)
         xnorm = np.sqrt(np.einsum("ij,ij->i", X, X))
-        if s.x_bound is None:
-            xscale = np.ones(len(y))
-        else:
-            xscale = np.minimum(1.0, s.x_bound / np.maximum(xnorm, np.finfo(float).tiny))
+        # the plug-in Hessian's rows: norm at most x_bound and w ||x~||^2 <= row_sq_bound
+        xscale = np.ones(len(y)) if s.x_bound is None \
+            else np.minimum(1.0, s.x_bound / np.maximum(xnorm, np.finfo(float).tiny))
+        if s.row_sq_bound is not None:
+            term = w * (xnorm * xscale) ** 2
+            over = term > s.row_sq_bound
+            xscale[over] *= np.sqrt(s.row_sq_bound / term[over])
         start = 0
         n = len(y)
         while start < n:

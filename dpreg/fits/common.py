@@ -30,7 +30,12 @@ from dpreg.exceptions import (
     user_stacklevel,
 )
 from dpreg.families import Objective
-from dpreg.inference.plugin import floor_eigenvalues, second_moment_matrix
+from dpreg.inference.plugin import (
+    floor_eigenvalues,
+    hessian_matrix,
+    score_matrix,
+    second_moment_matrix,
+)
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
@@ -97,6 +102,68 @@ class Problem:
             return identity_conditioning(self.design.k_exog, self.design.row_norm_bound())
         return self.conditioning
 
+    def weighted_row_bounds(self, cond: Conditioning | None,
+                            x_bound: float | None) -> tuple[float, float]:
+        """Public bounds on ``w_i ||z_i||`` and ``w_i ||z_i||^2`` for the rows ``z_i`` an
+        engine working in coordinates ``cond`` sums: the one place every release's
+        sensitivity (gradient clip, Hessian, preconditioner) takes its row bound from.
+
+        Without Mallows weights they are ``x_bound`` and ``x_bound^2`` (``x_bound``
+        bounds ``||z_i||`` in ``cond``). Mallows weights ``w(u) = min(1, 2/||u||^2)`` are
+        a function of the row ``u_i = x_i M_w^{-1}`` in the model's own coordinates
+        (``self.conditioning``, :class:`dpreg.DPRegression`), so ``w ||u|| <= sqrt(2)``
+        and ``w ||u||^2 <= 2``. An engine working in other coordinates sees
+        ``z_i = u_i K`` with ``K = M_w M^{-1}``, hence ``w ||z|| <= sqrt(2) ||K||_2`` and
+        ``w ||z||^2 <= 2 ||K||_2^2``: with ``condition="none"`` and natural-unit bounds
+        ``||K||_2`` is the largest half-range or centre, not 1 (the ledger once assumed
+        1 there and understated the Hessian's sensitivity about 1,000-fold). Both bounds
+        are capped by ``x_bound`` (``w <= 1``).
+        """
+        if not self.objective.mallows:
+            if x_bound is None:
+                raise ValueError("a row bound is needed without Mallows weights")
+            return float(x_bound), float(x_bound) ** 2
+        engine_inv = np.eye(self.design.k_exog) if cond is None else cond.M_inv
+        if np.array_equal(engine_inv, self.conditioning.M_inv):
+            k_sq = 1.0
+        else:
+            k_sq = float(np.linalg.norm(self.conditioning.M @ engine_inv, 2)) ** 2
+        gain, row_sq = math.sqrt(2.0 * k_sq), 2.0 * k_sq
+        if x_bound is not None:
+            gain, row_sq = min(gain, x_bound), min(row_sq, x_bound ** 2)
+        return float(gain), float(row_sq)
+
+    def matrix_sensitivity(self, which: str, pub: "Public", n: int,
+                           factor: float = 2.0) -> float:
+        """Frobenius sensitivity of the central matrix release ``which`` over ``n`` rows.
+
+        ``"G"`` (second moment, the preconditioner), ``"A"`` (Hessian) or ``"S"`` (score
+        covariance): ``n^{-1} sum_i m_i`` with each per-row term ``m_i`` bounded in
+        Frobenius norm by ``row_sq``, ``hess_bound * row_sq`` and ``clip^2``
+        (:meth:`weighted_row_bounds`; :meth:`matrix_statistic` enforces them), so
+        replacing a row moves it by at most ``2 B / n`` (``factor = 2``) and adding or
+        removing one by ``B / n`` (``factor = 1``; ldp-sgd paper, Prop. 4).
+        """
+        per_row = {"G": pub.row_sq_bound,
+                   "A": self.objective.hess_bound * pub.row_sq_bound,
+                   "S": pub.clip ** 2}[which]
+        return factor * per_row / n
+
+    def matrix_statistic(self, which: str, Z: np.ndarray, pub: "Public",
+                         theta: np.ndarray | None = None) -> np.ndarray:
+        """The statistic of the central matrix release ``which`` (see
+        :meth:`matrix_sensitivity`) from the rows ``Z`` the engine sees, with the
+        model's weights, clipped so that each per-row term is within the bound the
+        sensitivity assumes; ``theta`` (engine coordinates) for ``"A"`` and ``"S"``."""
+        obj, y = self.objective, self.design.endog
+        if which == "G":
+            return second_moment_matrix(Z, obj.weights, pub.x_bound, pub.row_sq_bound)
+        if which == "A":
+            return hessian_matrix(Z, y, theta, obj, pub.x_bound, pub.clip, pub.row_sq_bound)
+        if which == "S":
+            return score_matrix(Z, y, theta, obj, pub.clip)
+        raise ValueError(f"unknown matrix release {which!r}")
+
     def check_privacy(self, strict: bool) -> None:
         """Refuse data-derived constants in the design; warn about data-derived names."""
         design = self.design
@@ -129,13 +196,7 @@ class Problem:
                  f"design row is not known, so the private Hessian clips rows to "
                  f"x_bound = sqrt(p) = {x_bound:.4g}. Declare bounds={{column: (lower, "
                  f"upper)}} or x_bound=", opts.strict)
-        # Public bounds on w(x)||x|| (gradient gain) and w(x)||x||^2 (Hessian per row):
-        # with Mallows weights they are sqrt(2) and 2 whatever the covariates.
-        if obj.mallows:
-            gain = math.sqrt(2.0) if x_bound is None else min(math.sqrt(2.0), x_bound)
-            row_sq = 2.0 if x_bound is None else min(2.0, x_bound ** 2)
-        else:
-            gain, row_sq = x_bound, x_bound ** 2
+        gain, row_sq = self.weighted_row_bounds(cond, x_bound)
         clip = getattr(opts, "clip", None)
         if clip is None and obj.psi_bound is not None:
             clip = obj.psi_bound * gain
@@ -213,7 +274,7 @@ class Problem:
         the spread of ``z' P z`` (mean ``p``) over ``m`` rows. Returns ``(P, lr, reason)``.
         """
         p = Z.shape[1]
-        G_hat = second_moment_matrix(Z, self.objective.weights, pub.x_bound)
+        G_hat = self.matrix_statistic("G", Z, pub)
         G_noisy, _ = gaussian_matrix_mechanism(G_hat, event, rng)
         floor = min(2.0 * math.sqrt(p) * event.noise_std, pub.row_sq_bound)
         G, moved = floor_eigenvalues(G_noisy, floor, pub.row_sq_bound)

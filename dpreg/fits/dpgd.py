@@ -249,7 +249,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
             noise_std=math.sqrt(steps) * sens / mu_run, adjacency="replace-one",
             count=steps) for r in range(runs)]
         if "precondition" in split:
-            sens_g = 2.0 * pub.row_sq_bound / n  # replace-one: two rows' z z' change
+            sens_g = problem.matrix_sensitivity("G", pub, n)  # replace-one
             mu_g = mu_scale * math.sqrt(split["precondition"])
             events.append(GaussianMechanismEvent(name=PRECONDITIONER, sensitivity=sens_g,
                                                  noise_std=sens_g / mu_g,

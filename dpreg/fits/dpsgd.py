@@ -31,10 +31,8 @@ from dpreg.fits.common import (
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
 from dpreg.inference.plugin import (
     floor_eigenvalues,
-    hessian_matrix,
     path_variance,
     plugin_inference,
-    score_matrix,
 )
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import (
@@ -126,9 +124,9 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     adjacency = sampling_adjacency(opts.sampling)
     factor = 2.0 if adjacency == "replace-one" else 1.0
     sens = {PATH: factor * pub.clip,
-            PRECONDITIONER: factor * pub.row_sq_bound / n,
-            HESSIAN: factor * problem.objective.hess_bound * pub.row_sq_bound / n,
-            SCORE: factor * pub.clip ** 2 / n}
+            PRECONDITIONER: problem.matrix_sensitivity("G", pub, n, factor),
+            HESSIAN: problem.matrix_sensitivity("A", pub, n, factor),
+            SCORE: problem.matrix_sensitivity("S", pub, n, factor)}
     keys = {PATH: "path", PRECONDITIONER: "precondition", HESSIAN: "hessian",
             SCORE: "score"}
 
@@ -232,9 +230,8 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     Q = cond.covariance(out.rs_q)
     if HESSIAN not in events:
         return {"rs": rs_inference(Q, epochs)}, None, {}
-    y = problem.design.endog
-    A_hat = hessian_matrix(Z, y, out.params, problem.objective, pub.x_bound, pub.clip)
-    S_hat = score_matrix(Z, y, out.params, problem.objective, pub.clip)
+    A_hat = problem.matrix_statistic("A", Z, pub, out.params)
+    S_hat = problem.matrix_statistic("S", Z, pub, out.params)
     A_noisy, _ = gaussian_matrix_mechanism(A_hat, events[HESSIAN], rng)
     S_noisy, _ = gaussian_matrix_mechanism(S_hat, events[SCORE], rng)
     # Eigenvalues into their public ranges: A in [one noise sd, hess_bound * row_sq]

@@ -320,7 +320,8 @@ class LDPRun:
             lr=self.pub.lr, lr_decay=float(opts.lr_decay), clip=clip,
             noise_scale=self.noise_scale, plugin=self.plugin, hess_cap=obj.hess_bound,
             x_bound=self.pub.x_bound, code=obj.family.code, c=float(obj.c),
-            tau=float(obj.tau), step_offset=self.step_offset)
+            tau=float(obj.tau), step_offset=self.step_offset,
+            row_sq_bound=self.pub.row_sq_bound)
         rng_path, self._rng_matrix = spawn_rngs(self.pub.seed, 2)
         self.path = LDPPath(design.k_exog, self.settings,
                             self.cond.to_engine(problem.start(opts.start_params)), rng_path,

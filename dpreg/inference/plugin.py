@@ -19,27 +19,38 @@ __all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eige
            "path_variance", "plugin_inference"]
 
 
-def clip_rows(X: np.ndarray, bound: float) -> np.ndarray:
-    """Rows of ``X`` scaled down to L2 norm at most ``bound``."""
+def clip_rows(X: np.ndarray, bound: float | None, weights: np.ndarray | None = None,
+              row_sq: float | None = None) -> np.ndarray:
+    """Rows of ``X`` scaled down to L2 norm at most ``bound`` and, given ``weights`` and
+    ``row_sq``, so that ``w_i ||x~_i||^2 <= row_sq``: the per-row bound a release's
+    sensitivity assumes (:meth:`dpreg.fits.common.Problem.weighted_row_bounds`) holds
+    by construction, whatever coordinates and weights the rows come in."""
     norms = np.sqrt(np.einsum("ij,ij->i", X, X))
-    scale = np.minimum(1.0, bound / np.maximum(norms, np.finfo(float).tiny))
+    tiny = np.finfo(float).tiny
+    scale = (np.ones(len(norms)) if bound is None
+             else np.minimum(1.0, bound / np.maximum(norms, tiny)))
+    if row_sq is not None and weights is not None:
+        term = np.asarray(weights, float) * (norms * scale) ** 2  # w ||x~||^2
+        over = term > row_sq
+        scale[over] *= np.sqrt(row_sq / term[over])
     return X * scale[:, None]
 
 
-def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -> np.ndarray:
+def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float,
+                   row_sq: float | None = None) -> np.ndarray:
     """Hessian of the clipped, weighted objective, ``n^{-1} sum_i h_i x~_i x~_i^T``.
 
     ``h_i = w_i l''(y_i, x_i' theta)`` for rows whose gradient is not clipped at ``clip``
     and 0 for the others (see :func:`dpreg.families.dispatch.hessian_weights`). Rows are
-    clipped to norm ``x_bound`` when one is given, so that with Mallows weights the
-    per-row term is bounded by ``hess_bound * min(2, x_bound^2)``, without them by
-    ``hess_bound * x_bound^2``.
+    clipped to norm ``x_bound`` when one is given and so that ``w_i ||x~_i||^2 <=
+    row_sq`` (:func:`clip_rows`), so the per-row term is at most ``hess_bound * row_sq``
+    (``row_sq`` from :meth:`dpreg.fits.common.Problem.weighted_row_bounds`).
     """
     theta = np.asarray(theta, float)
     out = np.zeros((X.shape[1], X.shape[1]))
     for rows in _blocks(X.shape[0]):  # by blocks of rows: no full-size temporaries
         Xb = X[rows]
-        Xc = Xb if x_bound is None else clip_rows(Xb, x_bound)
+        Xc = clip_rows(Xb, x_bound, objective.weights[rows], row_sq)
         xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
         h = np.empty(Xb.shape[0])
         dispatch.hessian_weights(Xb, y[rows], xnorm, objective.weights[rows],
@@ -50,14 +61,16 @@ def hessian_matrix(X, y, theta, objective, x_bound: float | None, clip: float) -
     return out / X.shape[0]
 
 
-def second_moment_matrix(X, weights, x_bound: float | None) -> np.ndarray:
-    """``n^{-1} sum_i w_i x~_i x~_i^T`` with rows clipped to norm ``x_bound``: the curvature
-    of the weighted objective up to the family's Hessian weight (the DP-SGD
-    preconditioner). Per-row term bounded like :func:`hessian_matrix`'s."""
+def second_moment_matrix(X, weights, x_bound: float | None,
+                         row_sq: float | None = None) -> np.ndarray:
+    """``n^{-1} sum_i w_i x~_i x~_i^T`` with rows clipped like :func:`hessian_matrix`'s
+    (norm ``x_bound``, ``w_i ||x~_i||^2 <= row_sq``): the curvature of the weighted
+    objective up to the family's Hessian weight (the DP-SGD preconditioner)."""
     out = np.zeros((X.shape[1], X.shape[1]))
+    weights = np.asarray(weights, float)
     for rows in _blocks(X.shape[0]):
-        Xb = X[rows] if x_bound is None else clip_rows(X[rows], x_bound)
-        out += (Xb * np.asarray(weights)[rows, None]).T @ Xb
+        Xb = clip_rows(X[rows], x_bound, weights[rows], row_sq)
+        out += (Xb * weights[rows, None]).T @ Xb
     return out / X.shape[0]
 
 

@@ -1,0 +1,218 @@
+"""Sensitivity audit: the largest change of each released statistic between neighbouring
+data sets, searched adversarially, against the sensitivity the ledger records.
+
+A Gaussian mechanism is only as private as its sensitivity is true. The ledger's
+sensitivity of each central matrix release (second moment ``G``, Hessian ``A``, score
+covariance ``S``) and of the local plug-in sums of LDP-SGD comes from public bounds
+(:meth:`dpreg.fits.common.Problem.weighted_row_bounds`); this audit measures the change
+directly. For each option combination it builds the model on a data set ``D`` and on
+neighbours ``D'`` that replace one row by a corner of the declared boxes (every
+combination of lower and upper bounds of the numeric columns and the outcome, the
+boxes' centre, and every declared level of each categorical column), computes each
+statistic as the fit does, at several parameter values (the statistic's sensitivity
+must hold at any released iterate), and reports the ratio of the largest Frobenius
+change to the ledger's sensitivity. A ratio above 1 is a privacy bug.
+
+The ledger's sensitivities are read from a real (short) fit with the same options, so
+the audit checks what a user's ledger says, not a recomputation of it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+
+from dpreg.exceptions import OptionError
+
+__all__ = ["audit_matrix_sensitivity", "corner_rows"]
+
+#: Ledger names of the central matrix releases, by engine, with the statistic each sums.
+_RELEASES = {
+    "dpsgd": {"second moment G (preconditioner)": "G", "Hessian A": "A",
+              "score covariance S": "S"},
+    "dpgd": {"second moment G (preconditioner)": "G"},
+    "ldp_sgd": {"Hessian A": "A", "score covariance S": "S"},
+}
+
+
+def corner_rows(data: pd.DataFrame, bounds: Mapping[str, Any],
+                levels: Mapping[str, Any] | None = None,
+                limit: int = 256) -> list[dict[str, Any]]:
+    """Adversarial replacement rows: every corner of the declared boxes (and their
+    centre), crossed with every declared level of each categorical column; at most
+    ``limit`` rows (corners first)."""
+    levels = dict(levels or {})
+    numeric = [c for c in data.columns if c in bounds]
+    choices = []
+    for col in numeric:
+        lo, hi = (float(v) for v in bounds[col])
+        choices.append((lo, hi))
+    cats = [c for c in data.columns if c in levels]
+    rows = []
+    for corner in itertools.product(*choices):
+        for cat in itertools.product(*(list(levels[c]) for c in cats)):
+            rows.append(dict(zip(numeric, corner, strict=True)) | dict(zip(cats, cat,
+                                                                            strict=True)))
+            if len(rows) >= limit:
+                return rows
+    # the boxes' centre (a 0/1 column keeps its lower bound: a binary outcome)
+    centre = {c: float(bounds[c][0]) if data[c].isin((0, 1)).all()
+              else sum(float(v) for v in bounds[c]) / 2 for c in numeric}
+    rows.append(centre | {c: list(levels[c])[0] for c in cats})
+    return rows
+
+
+def _neighbour(data: pd.DataFrame, row: Mapping[str, Any], position: int) -> pd.DataFrame:
+    out = data.copy()
+    for col, value in row.items():
+        out[col] = out[col].astype(object) if out[col].dtype == object else out[col]
+        out.loc[out.index[position], col] = value
+    return out
+
+
+def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mapping[str, Any],
+                             family: str = "linear", levels: Mapping[str, Any] | None = None,
+                             weights: str | None = "default", engine: str = "dpsgd",
+                             n_thetas: int = 3, rng=None, limit: int = 256,
+                             **options) -> pd.DataFrame:
+    """Audit the sensitivities of one option combination's matrix releases.
+
+    Parameters
+    ----------
+    formula : str
+        Patsy formula.
+    data : pandas.DataFrame
+        The data set ``D`` (small: every neighbour refits the design).
+    bounds : dict
+        Declared bounds of every numeric column and the outcome (corners are drawn
+        from them).
+    family : str
+        ``"linear"``, ``"huber"``, ``"expectile"`` or ``"logistic"``.
+    levels : dict, optional
+        Declared levels of categorical columns.
+    weights : {"mallows", None, "default"}
+        Row weights, as for :func:`dpreg.dp_huber`.
+    engine : {"dpsgd", "dpgd", "ldp_sgd"}
+        The engine whose releases are audited.
+    n_thetas : int
+        Parameter values at which ``A`` and ``S`` are evaluated (zeros, then draws of
+        scale 1 in the engine's coordinates).
+    rng : numpy.random.Generator, int or None
+    limit : int
+        Most replacement rows (:func:`corner_rows`).
+    **options
+        Fit options (``condition``, ``sampling``, ``clip``, ``x_bound``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per release: ``release``, ``ledger_sensitivity``, ``max_change``,
+        ``ratio`` (``max_change / ledger_sensitivity``; above 1 is a privacy bug).
+    """
+    from dpreg.fits.registry import fit_options
+    from dpreg.model import DPRegression
+    from dpreg.privacy.disclosure import sampling_adjacency
+
+    if engine not in _RELEASES:
+        raise OptionError(f"engine must be one of {tuple(_RELEASES)}, got {engine!r}")
+    rng = np.random.default_rng(rng)
+    cov_type = {"ldp_sgd": "plugin"}.get(engine)
+    fit_kw = dict(options, engine=engine)
+    if cov_type:
+        fit_kw["cov_type"] = cov_type
+
+    def model_of(frame):
+        return DPRegression.from_formula(formula, frame, family=family, bounds=bounds,
+                                         levels=levels, weights=weights)
+
+    base = model_of(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a short fit: only its ledger is read
+        short = dict(fit_kw)
+        if engine != "ldp_sgd":
+            short.setdefault("steps", 50)
+        res = base.fit(mu=1.0, random_state=0, **short)
+    names = _RELEASES[engine]
+    ledger = {e.name: e.sensitivity for e in res.ledger.events if e.name in names}
+    opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
+    problem = base.problem
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond, full_batch=engine != "dpsgd")
+    p = problem.design.k_exog
+    thetas = [np.zeros(p)] + [rng.normal(size=p) for _ in range(max(0, n_thetas - 1))]
+    if engine == "ldp_sgd":  # the LDP sums: replace the last row (same path up to it)
+        position = len(data) - 1
+        stats = _ldp_sums
+    else:
+        position = 0
+        stats = _central_statistics
+    factor = 2.0 if sampling_adjacency(getattr(opts, "sampling", "uniform")) \
+        == "replace-one" else 1.0
+    # replace-one: D' replaces the row; zero-out (Poisson sampling, n public): D' holds
+    # a null row in its place, so the change is one row's term over n, for the
+    # original row and for every corner row
+    n = len(data)
+    removed = model_of(data.drop(index=data.index[position])) if factor == 1.0 else None
+    worst = dict.fromkeys(ledger, 0.0)
+    for row in corner_rows(data, bounds, levels, limit):
+        other = model_of(_neighbour(data, row, position))
+        # adversarial parameters too: ones that fit the replaced row and the
+        # replacement exactly (the Hessian weight of a robust loss is largest there)
+        local = thetas + [_fitting(m.problem, cond, position) for m in (base, other)]
+        pairs = [(base, other)] if removed is None else [(removed, base), (removed, other)]
+        for m0, m1 in pairs:
+            s0 = stats(m0, cond, pub, local, names, opts)
+            s1 = stats(m1, cond, pub, local, names, opts)
+            scale0 = (n - 1) / n if m0 is removed else 1.0  # a null row adds nothing
+            for key in ledger:
+                for a, b in zip(s0[key], s1[key], strict=True):
+                    worst[key] = max(worst[key], float(np.linalg.norm(scale0 * a - b)))
+    return pd.DataFrame([{"release": key, "ledger_sensitivity": ledger[key],
+                          "max_change": worst[key], "ratio": worst[key] / ledger[key],
+                          "adjacency_factor": factor}
+                         for key in ledger])
+
+
+def _fitting(problem, cond, position: int) -> np.ndarray:
+    """Engine-coordinate parameters with a zero residual at row ``position``."""
+    z = cond.design(problem.design.exog)[position]
+    y = float(problem.design.endog[position])
+    if problem.objective.family.name == "logistic":
+        y = 0.0  # the logistic Hessian weight p(1 - p) is largest at eta = 0
+    return y * z / max(float(z @ z), np.finfo(float).tiny)
+
+
+def _central_statistics(model, cond, pub, thetas, names, opts):
+    problem = model.problem
+    Z = cond.design(problem.design.exog)
+    out = {}
+    for name, which in names.items():
+        grid = [None] if which == "G" else thetas
+        out[name] = [problem.matrix_statistic(which, Z, pub, t) for t in grid]
+    return out
+
+
+def _ldp_sums(model, cond, pub, thetas, names, opts):
+    """The LDP plug-in sums ``A`` and ``S`` divided by ``n`` after one pass with a fixed
+    seed (the last row is the one replaced, so the path before it is shared), started
+    at each of ``thetas`` with a vanishing step so that the replaced row meets the
+    path there."""
+    import dataclasses
+
+    from dpreg.fits.ldp_sgd import LDPRun
+    from dpreg.privacy.request import PrivacyRequest
+
+    problem = model.problem
+    out: dict[str, list] = {"Hessian A": [], "score covariance S": []}
+    for theta in thetas:
+        run_opts = dataclasses.replace(opts, start_params=cond.params(theta), lr=1e-12)
+        run = LDPRun(problem, run_opts, PrivacyRequest.from_options(mu=1.0))
+        run.update(problem.design.exog, problem.design.endog)
+        snap = run.path.snapshot()
+        out["Hessian A"].append(snap.a_sum / snap.nobs)
+        out["score covariance S"].append(snap.s_sum / snap.nobs)
+    return out
