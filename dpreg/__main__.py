@@ -129,7 +129,8 @@ def cmd_fit(args) -> int:
         model_opts["c"] = args.c
     if args.tau is not None:
         model_opts["tau"] = args.tau
-    options = dict(random_state=args.seed, engine=args.engine, progress=args.progress)
+    options = dict(random_state=args.seed, engine=args.engine, progress=args.progress,
+                   strict=args.strict)
     for name in ("cov_type", "sampling", "batch_size", "steps", "clip", "lr", "x_bound"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
@@ -137,8 +138,12 @@ def cmd_fit(args) -> int:
     # lines of dpreg's source.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = dpreg.DPRegression.from_formula(args.formula, data, family=family, **model_opts)
-        res = model.fit(**options, **_budget(args))
+        try:
+            model = dpreg.DPRegression.from_formula(args.formula, data, family=family,
+                                                    **model_opts)
+            res = model.fit(**options, **_budget(args))
+        except dpreg.exceptions.PrivacyLeakError as err:
+            raise SystemExit(f"python -m dpreg fit: refused (--strict): {err}") from None
     for w in caught:
         print(f"python -m dpreg fit: {w.category.__name__}: {w.message}", file=sys.stderr)
     if args.output == "csv":
@@ -146,7 +151,27 @@ def cmd_fit(args) -> int:
     else:
         smry = res.summary(alpha=args.alpha)
         print({"text": smry.as_text, "latex": smry.as_latex, "html": smry.as_html}[args.output]())
+        # privacy warnings belong with the table they qualify, not on stderr alone
+        leaks = [w for w in caught if issubclass(w.category, dpreg.PrivacyLeakWarning)]
+        if leaks and args.output == "text":
+            print("\nPRIVACY WARNINGS (inputs read off the data; --strict refuses them):")
+            for w in leaks:
+                print(f"- {w.message}")
     return 0
+
+
+def _engine_names() -> list[str]:
+    """The engines of the registry (:data:`dpreg.fits.registry.ENGINES`)."""
+    from dpreg.fits.registry import ENGINES
+
+    return list(ENGINES)
+
+
+def _cov_type_names() -> list[str]:
+    """Every engine's interval methods, each once, in registry order."""
+    from dpreg.fits.registry import ENGINES
+
+    return list(dict.fromkeys(m for e in ENGINES.values() for m in e.cov_types))
 
 
 def cmd_replicate(args) -> int:
@@ -174,8 +199,7 @@ def main(argv=None) -> int:
                      help="ols (squared loss), huber, expectile (with --tau) or logit")
     fit.add_argument("--c", type=float, help="Huber/expectile truncation constant")
     fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
-    fit.add_argument("--engine", default="dpsgd", choices=["dpsgd", "ldp_sgd", "dpgd", "adassp",
-                                                         "ssp"])
+    fit.add_argument("--engine", default="dpsgd", choices=[*_engine_names(), "auto"])
     fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER",
                      help="public bounds: NAME=LOWER:UPPER items, or one JSON/TOML file "
                           "{name: [lower, upper]} (top level or a [bounds] table)")
@@ -185,8 +209,7 @@ def main(argv=None) -> int:
     fit.add_argument("--seed", type=int)
     fit.add_argument("--cov-type", dest="cov_type",
                      help="inference behind bse and p-values (engine's default if omitted): "
-                          "plugin, rs, batch_means, checkpoints, runs, pboot, "
-                          "pboot_basic")
+                          + ", ".join(_cov_type_names()))
     fit.add_argument("--output", default="text", choices=list(OUTPUTS),
                      help="summary as text, LaTeX or HTML, or the coefficient table as CSV")
     fit.add_argument("--alpha", type=float, default=0.05, help="1 - level of the intervals")
@@ -198,6 +221,9 @@ def main(argv=None) -> int:
     fit.add_argument("--lr", type=float)
     fit.add_argument("--x-bound", dest="x_bound", type=float)
     fit.add_argument("--progress", action="store_true")
+    fit.add_argument("--strict", action="store_true",
+                     help="refuse (exit with an error) where a bound, category or other "
+                          "input would be read off the data instead of warning")
     _budget_args(fit)
     fit.set_defaults(func=cmd_fit)
 

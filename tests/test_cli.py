@@ -188,3 +188,31 @@ def test_demo_first_line_prints_plain_numbers(capsys):
     assert main(["demo", "--n", "300", "--seed", "1"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert "np.float64" not in first and "Intercept = " in first
+
+
+def test_fit_strict_refuses_and_warnings_reach_the_printed_summary(tmp_path, capsys,
+                                                                  small_frame):
+    path = tmp_path / "data.csv"
+    small_frame.to_csv(path, index=False)
+    # no declared levels for g: read off the data, a privacy warning ...
+    args = ["fit", "y ~ x + C(g) + d", "--data", str(path), "--mu", "2", "--seed", "3",
+            "--bounds", "y=-3:5", "x=-1:1", "d=0:1"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    # ... printed after the table it qualifies, not on stderr alone
+    assert "PRIVACY WARNINGS" in out and "categories of ['C(g)']" in out
+    # --strict turns it into a refusal, with the reason and no traceback
+    with pytest.raises(SystemExit, match="refused .--strict.*categories"):
+        main(args + ["--strict"])
+
+
+def test_fit_help_lists_every_engine_and_interval_method_of_the_registry(capsys):
+    from dpreg.fits.registry import ENGINES
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for name, engine in ENGINES.items():
+        assert name in out
+        for method in engine.cov_types:
+            assert method in out, method

@@ -151,3 +151,33 @@ def test_arrays_front_end(small_frame):
         design_from_arrays(["a"] * 3, np.ones((3, 1)))
     with pytest.raises(DataError, match="rows"):
         design_from_arrays(np.ones(3), np.ones((4, 1)))
+
+
+def test_bounds_on_a_transformed_outcome_are_enforced_with_copy_on_write_pandas():
+    # pandas 3 (copy-on-write) hands out read-only arrays: clipping the outcome of
+    # np.log1p(y) to its declared bounds crashed with "output array is read-only"
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"y": rng.uniform(0, 400, 200), "x": rng.uniform(0, 10, 200)})
+    before = data.copy()
+    design = build_design("np.log1p(y) ~ x", data, bounds={"np.log1p(y)": (0.0, 5.0),
+                                                            "x": (0.0, 10.0)})
+    expected = np.clip(np.log1p(data["y"].to_numpy()), 0.0, 5.0)
+    np.testing.assert_array_equal(design.endog, expected)  # clipped at 5 = log1p(147)
+    assert (np.log1p(data["y"]) > 5).any()  # some rows were clipped ...
+    pd.testing.assert_frame_equal(data, before)  # ... in dpreg's copy, not the caller's
+
+
+def test_read_only_input_arrays_are_accepted_and_untouched():
+    rng = np.random.default_rng(1)
+    x = rng.uniform(-2, 2, 100)
+    y = 1 + x + rng.normal(0, 1, 100)
+    x.setflags(write=False)
+    y.setflags(write=False)
+    data = pd.DataFrame({"y": y, "x": x}, copy=False)
+    design = build_design("y ~ x", data, bounds={"y": (-1.0, 1.0), "x": (-1.0, 1.0)})
+    assert design.endog.max() <= 1.0 and design.exog[:, 1].max() <= 1.0
+    assert y.max() > 1.0 and not y.flags.writeable  # the caller's arrays unchanged
+    X = np.column_stack([np.ones(100), x])
+    X.setflags(write=False)
+    design = design_from_arrays(y, X, bounds={"y": (-1.0, 1.0), "x1": (-1.0, 1.0)})
+    assert design.endog.max() <= 1.0

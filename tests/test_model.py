@@ -217,6 +217,27 @@ def test_diagnostics_warn(small_frame, small_bounds):
     assert 0 <= res.diagnostics["clip_share"] <= 1
 
 
+@pytest.mark.parametrize("engine", ["dpsgd", "dpgd", "adassp"])
+def test_non_private_diagnostics_are_labelled_and_never_saved(small_frame, small_bounds,
+                                                              engine, tmp_path):
+    kw = {"steps": None} if engine == "adassp" else {}
+    with pytest.warns(PrivacyLeakWarning):
+        res = fit(small_frame, small_bounds, diagnostics=True, engine=engine, **kw)
+    assert res.diagnostics  # the counts are there for the analyst ...
+    # ... labelled non-private wherever they show
+    assert "NON-PRIVATE" in repr(res.diagnostics)
+    assert "NON-PRIVATE" in res.settings.value("diagnostics")
+    text = res.summary().as_text()
+    assert "Diagnostics NON-PRIVATE" in text
+    # ... and never in a saved or pickled result
+    path = tmp_path / "res.pkl"
+    res.save(path)
+    back = dpreg.load(path)
+    assert not hasattr(back, "diagnostics")
+    assert not hasattr(pickle.loads(pickle.dumps(res)), "diagnostics")
+    np.testing.assert_array_equal(back.params, res.params)
+
+
 def test_summary_renders_everything(small_frame, small_bounds):
     res = fit(small_frame, small_bounds)
     text = res.summary().as_text()

@@ -42,7 +42,8 @@ from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["Problem", "Public", "FitRecord", "build_results", "PRECONDITIONER",
+__all__ = ["Problem", "Public", "FitRecord", "NonPrivateDiagnostics", "build_results",
+           "PRECONDITIONER",
            "MAX_NOISE_MULTIPLIER", "leak", "calibrate_and_record", "report_delta",
            "spawn_rngs", "seed_text", "format_vector"]
 
@@ -340,6 +341,28 @@ def format_vector(names, values) -> str:
     return ", ".join(f"{k} {v:.4g}" for k, v in zip(names, values, strict=True))
 
 
+class NonPrivateDiagnostics(dict):
+    """Counts of the private data asked for with ``diagnostics=True`` (clipped
+    gradients, clipped rows): NON-PRIVATE, released by no mechanism in the ledger.
+
+    A plain dict labelled as such wherever it shows (its ``repr``, the summary's note,
+    ``res.settings["diagnostics"]``), and never written to a saved or pickled result
+    (:meth:`dpreg.DPRegressionResults.save` drops it), so that a published file holds
+    private releases only.
+    """
+
+    LABEL = "NON-PRIVATE (diagnostics=True; no mechanism paid for it; not saved)"
+
+    def __repr__(self) -> str:
+        return f"NonPrivateDiagnostics({dict.__repr__(self)}, {self.LABEL})"
+
+    def note(self) -> str:
+        """The summary's line."""
+        shown = ", ".join(f"{k} = {v:.4g}" if isinstance(v, float) else f"{k} = {v}"
+                          for k, v in self.items())
+        return f"Diagnostics {self.LABEL}: {shown}."
+
+
 @dataclass(frozen=True, eq=False)
 class FitRecord:
     """What a private fit released, for :func:`build_results`.
@@ -409,8 +432,12 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
     if record.checkpoint_sd is not None:
         extras["checkpoint_sd"] = pd.Series(record.checkpoint_sd, index=list(design.exog_names),
                                             name="checkpoint_sd")
+    settings = record.settings
     if record.diagnostics is not None:
-        extras["diagnostics"] = record.diagnostics
+        diagnostics = NonPrivateDiagnostics(record.diagnostics)
+        extras["diagnostics"] = diagnostics
+        notes += (diagnostics.note(),)
+        settings = settings.with_setting("diagnostics", NonPrivateDiagnostics.LABEL)
     if record.checked:
         extras["convergence"] = report
     return DPRegressionResults(
@@ -418,7 +445,7 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
         inferences=record.inferences, cov_type=record.cov_type,
         nobs=design.nobs if record.nobs is None else record.nobs,
         df_model=design.df_model, private=True, family_label=problem.objective.label(),
-        engine=record.engine, settings=record.settings,
+        engine=record.engine, settings=settings,
         n_dropped=design.n_dropped if record.n_dropped is None else record.n_dropped,
         formula=design.formula, ledger=record.ledger, cov_matrix=record.cov_matrix,
         design_info=design.design_info, trajectory=record.trajectory, notes=notes,

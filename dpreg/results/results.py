@@ -152,6 +152,8 @@ class DPRegressionResults:
     def __getstate__(self):
         state = self.__dict__.copy()
         state["_design_info"] = None
+        # non-private counts (diagnostics=True) are never written to a file
+        state.pop("diagnostics", None)
         for key in [k for k in state if k in type(self).__dict__
                     and isinstance(type(self).__dict__[k], cached_property)]:
             del state[key]

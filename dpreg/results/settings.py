@@ -94,6 +94,29 @@ class Settings(Mapping):
             raise KeyError(f"no setting named {name!r}; names are "
                            f"{list(self._by_name)}") from None
 
+    def with_setting(self, name: str, value: Any, label: str | None = None) -> "Settings":
+        """A copy with the setting ``name`` set to ``value`` (appended if new).
+
+        Parameters
+        ----------
+        name : str
+            Its name.
+        value : object
+            Its value.
+        label : str, optional
+            Its summary label (default: the name, or the existing label).
+
+        Returns
+        -------
+        Settings
+            The new records.
+        """
+        old = self._by_name.get(name)
+        new = Setting(name, label or (old.label if old else name), value)
+        if old is None:
+            return Settings((*self._rows, new))
+        return Settings(new if r.name == name else r for r in self._rows)
+
     def rows(self) -> list[tuple[str, Any]]:
         """``(label, value)`` per setting, in order (the summary's rows).
 
