@@ -28,7 +28,7 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 
-__all__ = ["audit_matrix_sensitivity", "corner_rows"]
+__all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "audit_cell", "GRID_SAMPLE"]
 
 #: Ledger names of the central matrix releases, by engine, with the statistic each sums.
 _RELEASES = {
@@ -216,3 +216,90 @@ def _ldp_sums(model, cond, pub, thetas, names, opts):
         out["Hessian A"].append(snap.a_sum / snap.nobs)
         out["score covariance S"].append(snap.s_sum / snap.nobs)
     return out
+
+
+# ------------------------------------------------------------------ the option grid
+_LEVELS = {"g": ["a", "b", "c"]}
+#: Bounds forms: main effects, a transformed term (bounds derived), an interaction, a
+#: categorical column, and a transformed outcome; natural units in codebook boxes.
+GRID_FORMS = {
+    "main": ("y ~ age + educ", {"y": (0.5, 20), "age": (16, 100), "educ": (0, 25)}),
+    "transform": ("y ~ np.log(age) + educ", {"y": (0.5, 20), "age": (16, 100),
+                                             "educ": (0, 25)}),
+    "interaction": ("y ~ age * educ", {"y": (0.5, 20), "age": (16, 100), "educ": (0, 25)}),
+    "categorical": ("y ~ age + C(g)", {"y": (0.5, 20), "age": (16, 100)}),
+    "response": ("np.log(y) ~ age + educ", {"y": (0.5, 20), "age": (16, 100),
+                                            "educ": (0, 25)}),
+}
+_GRID_ENGINES = (("dpsgd", "uniform"), ("dpsgd", "poisson"), ("dpgd", None), ("ldp_sgd", None))
+
+
+def grid_cells() -> list[tuple]:
+    """Every option combination with a matrix release: ``(engine, sampling, family,
+    weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
+    LDP-SGD), the four families, Mallows weights or none, the three conditionings and
+    the five bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
+    preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
+    transform."""
+    cells = []
+    for (engine, sampling), family, weights, condition, form in itertools.product(
+            _GRID_ENGINES, ("linear", "huber", "expectile", "logistic"), ("mallows", None),
+            ("private", "bounds", "none"), GRID_FORMS):
+        if (engine == "dpgd" and condition != "private") \
+                or (engine == "ldp_sgd" and condition == "private") \
+                or (family == "logistic" and form == "response"):
+            continue
+        cells.append((engine, sampling, family, weights, condition, form))
+    return cells
+
+
+#: The sample CI runs: every engine and conditioning, both weightings, each form and
+#: family at least once, and the combination that once understated its sensitivity
+#: 1,000-fold (Mallows weights, ``condition="none"``, natural-unit boxes).
+GRID_SAMPLE = [
+    ("dpsgd", "uniform", "huber", "mallows", "none", "main"),
+    ("dpsgd", "uniform", "huber", "mallows", "private", "interaction"),
+    ("dpsgd", "poisson", "expectile", "mallows", "bounds", "categorical"),
+    ("dpsgd", "uniform", "linear", None, "none", "response"),
+    ("dpsgd", "uniform", "logistic", None, "private", "transform"),
+    ("dpgd", None, "huber", "mallows", "private", "main"),
+    ("ldp_sgd", None, "huber", "mallows", "none", "main"),
+    ("ldp_sgd", None, "expectile", "mallows", "bounds", "interaction"),
+    ("ldp_sgd", None, "logistic", None, "none", "categorical"),
+]
+
+
+def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    age = rng.uniform(20, 60, n)
+    educ = rng.uniform(8, 20, n)
+    g = rng.choice(_LEVELS["g"], n)
+    y = 1 + 0.05 * age + 0.1 * educ + 0.3 * (g == "b") + rng.normal(0, 1, n)
+    return pd.DataFrame({"y": np.clip(y, 0.5, 20), "age": age, "educ": educ, "g": g,
+                         "b": (y > np.median(y)).astype(float)})
+
+
+def audit_cell(engine: str, sampling: str | None, family: str, weights: str | None,
+               condition: str, form: str, seed: int = 7) -> pd.DataFrame:
+    """:func:`audit_matrix_sensitivity` of one cell of :func:`grid_cells` on 24 rows in
+    natural units, with the cell's columns added to the table."""
+    formula, bounds = GRID_FORMS[form]
+    data = _grid_frame(seed)
+    if family == "logistic":
+        formula = "b" + formula[formula.index(" ~"):]
+        bounds = {k: v for k, v in bounds.items() if k != "y"} | {"b": (0.0, 1.0)}
+        data = data.drop(columns="y")
+    options = {"condition": condition}
+    if sampling is not None:
+        options["sampling"] = sampling
+    levels = _LEVELS if form == "categorical" else None
+    if form != "categorical":
+        data = data.drop(columns="g")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        table = audit_matrix_sensitivity(formula, data, bounds=bounds, family=family,
+                                         levels=levels, weights=weights, engine=engine,
+                                         rng=3, **options)
+    cell = dict(engine=engine, sampling=sampling or "", family=family,
+                weights=weights or "none", condition=condition, form=form)
+    return table.assign(**cell)
