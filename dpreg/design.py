@@ -188,6 +188,12 @@ def check_identified(design: "Design") -> None:
     check_finite_full_rank(design.endog, design.exog, design.endog_name, design.exog_names)
 
 
+#: The refusal of a central fit with no complete rows (the count of rows dropped for
+#: missing values is public by assumption in central fits, never under LDP).
+NO_ROWS_LEFT = ("no rows left after removing rows with missing values; check the columns "
+                "used by the model for missing data")
+
+
 def check_public_size(design: "Design", *, local: bool = False) -> None:
     """Refuse a private fit with fewer rows than columns, from public numbers only.
 
@@ -204,11 +210,20 @@ def check_public_size(design: "Design", *, local: bool = False) -> None:
     """
     n = design.nobs + (design.n_dropped if local else 0)
     p = design.k_exog
+    if n == 0:
+        raise DataError(NO_ROWS_LEFT)
     if n < p:
         raise DataError(f"n = {n} rows < p = {p} columns ({list(design.exog_names)}): a "
                         "private fit needs at least as many rows as columns to identify "
                         "the coefficients (n and p are public; the data's rank is never "
                         "checked). Use more rows or fewer columns")
+
+
+def degenerate_note(n: int, p: int) -> str:
+    """The summary note of a fit with fewer rows than columns (public numbers)."""
+    return (f"The design is degenerate: n = {n} rows < p = {p} columns, so the "
+            "coefficients are not identified; the engines' eigenvalue floors keep "
+            "the fit finite.")
 
 
 def design_notes(design: "Design", *, local: bool = False, nobs: int | None = None,
@@ -230,10 +245,10 @@ def design_notes(design: "Design", *, local: bool = False, nobs: int | None = No
     n, p = (design.nobs if nobs is None else nobs), design.k_exog
     dropped = design.n_dropped if n_dropped is None else n_dropped
     notes = []
-    if n < p:
-        notes.append(f"The design is degenerate: n = {n} rows < p = {p} columns, so the "
-                     "coefficients are not identified; the engines' eigenvalue floors keep "
-                     "the fit finite.")
+    # under LDP the count of complete rows is not public (and a stream's n grows): the
+    # n < p note is the run's, from the rows sent (dpreg.fits.ldp_sgd.LDPRun.results)
+    if n < p and not local:
+        notes.append(degenerate_note(n, p))
     else:
         notes.append("The design may be degenerate: its rank is not checked for private fits "
                      "(a refusal would depend on the private data). Coefficients of "
@@ -262,13 +277,14 @@ def check_finite_full_rank(endog: np.ndarray, exog: np.ndarray, endog_name: str,
                            exog_names: tuple[str, ...], *, rank: bool = True) -> None:
     """Raise :class:`DataError` for empty data, non-finite values or collinear columns.
 
-    ``rank=False`` skips the identification checks (``n >= p``, full column rank): a
-    chunk of a stream may have fewer rows than columns.
+    ``rank=False`` skips the identification checks (rows left, ``n >= p``, full
+    column rank): a chunk of a stream may have fewer complete rows than columns, or
+    none (under LDP its rows with missing values are sent as null rows, and refusing
+    would tell whoever runs the stream that they are missing).
     """
     n, p = exog.shape
-    if n == 0:
-        raise DataError("no rows left after removing rows with missing values; "
-                        "check the columns used by the model for missing data")
+    if n == 0 and rank:
+        raise DataError(NO_ROWS_LEFT)
     if p == 0:
         raise DataError("the design matrix has no columns; the formula must have at least "
                         "one regressor or an intercept")

@@ -5,6 +5,7 @@ Bad-input cases of the same review are in tests/test_validation_matrix.py.
 """
 
 import math
+import re
 import warnings
 
 import numpy as np
@@ -222,6 +223,65 @@ def test_stream_null_rows_equal_the_one_shot_fit(small_frame):
     a, b = stream.results(), one.results()
     assert a.nobs == len(data) and a.n_dropped == 0
     np.testing.assert_array_equal(a.params, b.params)
+
+
+def _public_text(res):
+    """What an LDP fit publishes besides its numbers: notes, settings and the summary's
+    words (digits removed: the estimates differ between the two data sets)."""
+    words = re.sub(r"[-+]?\d*\.?\d+(e[-+]?\d+)?", "#", str(res.summary()))
+    return res.notes, " ".join(words.split())
+
+
+def test_ldp_publishes_nothing_that_depends_on_which_rows_are_missing(small_frame):
+    # 12 rows sent, p = 5; in one data set 8 of them miss x. Everything published but
+    # the estimates must be the same text (no count, no "n = 4 rows < p = 5" note)
+    full = small_frame.iloc[:12].copy()
+    holes = full.copy()
+    holes.loc[holes.index[:8], "x"] = np.nan
+    kw = dict(engine="ldp_sgd", steps=None, random_state=2, missing="drop")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        a, b = ols(full, **kw), ols(holes, **kw)
+    assert a.nobs == b.nobs == 12 and a.n_dropped == b.n_dropped == 0
+    assert _public_text(a) == _public_text(b)
+    assert not any("n = 4" in n for n in b.notes)
+
+
+def test_stream_notes_count_the_rows_sent_not_the_first_chunk(small_frame):
+    data = small_frame.iloc[:17].copy()
+    data.loc[data.index[:2], "x"] = np.nan
+    opts = dict(bounds={"y": (-3.0, 5.0), "x": (-1.0, 1.0), "d": (0.0, 1.0)}, mu=1.0,
+                missing="drop", levels=LEVELS)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream = dpreg.LDPStream("y ~ x + C(g) + d", **opts).partial_fit(data.iloc[:3])
+        early = stream.results()
+        stream.partial_fit(data.iloc[3:])
+        late = stream.results()
+    # 3 rows sent < p = 5: the note says so from the rows sent (3), not the complete (1)
+    assert any("n = 3 rows < p = 5" in n for n in early.notes)
+    assert not any("n = 1 " in n for n in early.notes)
+    assert late.nobs == 17 and not any("degenerate: n" in n for n in late.notes)
+
+
+def test_stream_whose_first_chunk_is_one_missing_row_is_not_refused(small_frame):
+    data = small_frame.iloc[:40].copy()
+    data.loc[data.index[0], "x"] = np.nan
+    opts = dict(bounds={"y": (-3.0, 5.0), "x": (-1.0, 1.0), "d": (0.0, 1.0)}, mu=1.0,
+                missing="drop", random_state=4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        stream = dpreg.LDPStream("y ~ x + d", **opts).partial_fit(data.iloc[:1])
+        stream.partial_fit(data.iloc[1:])
+        one = dpreg.LDPStream("y ~ x + d", **opts).partial_fit(data)
+    assert stream.nobs == 40
+    np.testing.assert_array_equal(stream.results().params, one.results().params)
+
+
+def test_central_fit_with_no_complete_row_is_refused_by_name(small_frame):
+    data = small_frame.assign(x=np.nan)
+    with pytest.raises(DataError, match="no rows left after removing rows with missing"):
+        ols(data)
 
 
 # ----------------------------------------------------------------- 5. seeds

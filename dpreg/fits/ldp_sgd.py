@@ -33,6 +33,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from dpreg._checks import integer_at_least
+from dpreg.design import degenerate_note
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
 from dpreg.families import mallows_weights
@@ -379,6 +380,8 @@ class LDPRun:
         cond = self.cond
         params = cond.params(snap.params)
         notes = list(self.pub.reasons)
+        if n < len(params):  # n counts the rows sent, null rows included (public)
+            notes.insert(0, degenerate_note(n, len(params)))
         if release_plugin is None:
             release_plugin = self.plugin
         if release_plugin and not self.plugin:
