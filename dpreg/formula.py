@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import builtins
 import difflib
+import importlib
 import itertools
 import math
 import re
@@ -39,7 +40,8 @@ from dpreg.exceptions import DataError, FormulaError, OptionError, PrivacyLeakEr
 from dpreg.intervals import derive_bounds
 
 __all__ = ["build_design", "build_exog", "build_chunk", "build_rows", "column_kinds",
-           "capture_env", "formula_namespace", "namespace_env"]
+           "capture_env", "formula_namespace", "namespace_env", "template_prototype",
+           "template_from_prototype", "portable_namespace", "restore_namespace"]
 
 _NAME_ERROR = re.compile(r"name '([^']+)' is not defined")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
@@ -872,3 +874,55 @@ def design_info_from_prototype(formula: str, prototype: dict, eval_env: int = 0)
                         f"{list(rebuilt.column_names)}, not the fitted {names}; pass a design "
                         "matrix with the fitted columns instead")
     return rebuilt
+
+
+def template_prototype(design: Design) -> dict:
+    """A picklable description of a stream's template (both sides of its formula), with
+    no data: :func:`design_prototype` of the outcome and of the covariates. Rebuilt by
+    :func:`template_from_prototype`."""
+    lhs, rhs = design_prototype(design.endog_info), design_prototype(design.design_info)
+    return {"columns": {**lhs["columns"], **rhs["columns"]}, "names": rhs["names"],
+            "endog_name": design.endog_name}
+
+
+def template_from_prototype(formula: str, prototype: dict, *, missing: str, bounds,
+                            levels, eval_env, binary_outcome: bool) -> Design:
+    """The template :class:`~dpreg.design.Design` of a stream, rebuilt by
+    :func:`build_design` on one row of public placeholders (numeric columns the middle
+    of their declared bounds, else 1; categorical columns their first recorded level).
+
+    Only the template's public metadata (names, declared and derived bounds, levels) is
+    used after a stream's first chunk; its placeholder row is never fitted. Raises
+    :class:`~dpreg.exceptions.DataError` if the rebuilt columns are not the recorded ones.
+    """
+    declared = check_bounds(bounds)
+    frame = {}
+    for word, kind in prototype["columns"].items():
+        if kind == "numeric":
+            lo_hi = declared.get(word)
+            frame[word] = [1.0 if lo_hi is None else (lo_hi[0] + lo_hi[1]) / 2]
+        elif all(isinstance(level, (bool, np.bool_)) for level in kind):
+            frame[word] = np.array([kind[0]], dtype=bool)  # patsy's levels of a bool
+        else:
+            frame[word] = pd.Categorical([kind[0]], categories=list(kind))
+    design = build_design(formula, pd.DataFrame(frame), missing=missing, bounds=bounds,
+                          levels=levels, eval_env=eval_env, binary_outcome=binary_outcome)
+    if (design.exog_names != tuple(prototype["names"])
+            or design.endog_name != prototype["endog_name"]):
+        raise DataError(f"the design of {formula!r} rebuilt from a checkpoint has columns "
+                        f"{[design.endog_name, *design.exog_names]}, not the recorded "
+                        f"{[prototype['endog_name'], *prototype['names']]}")
+    return design
+
+
+def portable_namespace(namespace: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`formula_namespace`'s output in a picklable form: modules by name (pickle
+    cannot store a module), functions as they are (pickled by reference)."""
+    return {k: ("module", v.__name__) if isinstance(v, types.ModuleType) else ("object", v)
+            for k, v in namespace.items()}
+
+
+def restore_namespace(portable: Mapping[str, Any]) -> dict[str, Any]:
+    """The inverse of :func:`portable_namespace` (modules imported by name)."""
+    return {k: importlib.import_module(v) if kind == "module" else v
+            for k, (kind, v) in portable.items()}

@@ -4,13 +4,16 @@ A stream takes chunks of rows as they arrive (``partial_fit``, ``consume``) and 
 one LDP-SGD analysis over them (:class:`dpreg.fits.ldp_sgd.LDPRun`, the same analysis
 as ``fit(engine="ldp_sgd")``): each row is privatized by its owner, one pass in the
 order of arrival, with memory that does not grow with n; results can be asked for at
-any point and the stream goes on.
+any point and the stream goes on. A stream can be checkpointed after any chunk
+(:meth:`LDPStream.save`, or pickle) and resumed from :func:`dpreg.load`.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import os
+import pickle
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
@@ -21,7 +24,19 @@ from dpreg.exceptions import DataError, FormulaError, OptionError
 from dpreg.families import family_constants, get_family
 from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
 from dpreg.fits.registry import check_known, fit_options
-from dpreg.formula import build_chunk, build_design, capture_env, column_kinds
+from dpreg.formula import (
+    build_chunk,
+    build_design,
+    capture_env,
+    column_kinds,
+    formula_namespace,
+    namespace_env,
+    portable_namespace,
+    restore_namespace,
+    template_from_prototype,
+    template_prototype,
+)
+from dpreg.io import register_loadable, write_pickle
 from dpreg.model import DPRegression
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger
@@ -36,6 +51,7 @@ _STREAM_OPTIONS = tuple(f.name for f in dataclasses.fields(LDPOptions)
                         if f.name not in ("engine", "progress", "diagnostics"))
 
 
+@register_loadable
 class LDPStream:
     """Regression on a stream under local differential privacy (LDP-SGD), one pass.
 
@@ -85,6 +101,13 @@ class LDPStream:
     the first :meth:`results` that includes it records it in the ledger; later calls
     reuse it scaled to the current n.
 
+    A checkpoint (:meth:`save`, or ``pickle``) holds the stream's whole state: the
+    path, its running sums, the ledger, the row count and the random generators'
+    states, so that a resumed stream gives the numbers of an uninterrupted one. It is
+    the curator's working state, not a result: the generators' states determine the
+    noise already drawn, and with a plug-in share the unprivatized sums are in it. Keep
+    it with the data; publish :meth:`results`.
+
     Examples
     --------
     >>> stream = dpreg.LDPStream("y ~ x1 + x2", family="huber", mu=1,
@@ -92,6 +115,12 @@ class LDPStream:
     >>> for chunk in pd.read_csv("big.csv", chunksize=100_000):       # doctest: +SKIP
     ...     stream.partial_fit(chunk)
     >>> print(stream.results().summary())                             # doctest: +SKIP
+
+    Checkpoint as the file is read, and after a crash resume where it stopped:
+
+    >>> stream.consume("big.csv", checkpoint="run.ckpt")              # doctest: +SKIP
+    >>> stream = dpreg.load("run.ckpt")                               # doctest: +SKIP
+    >>> stream.consume("big.csv", skip=stream.nobs, checkpoint="run.ckpt")  # doctest: +SKIP
     """
 
     def __init__(self, formula: str, *, family: str = "huber", c: float | None = None,
@@ -173,8 +202,8 @@ class LDPStream:
         run.update(*design.device_rows())
         self._run, self._kinds = run, kinds
 
-    def consume(self, source, *, chunksize: int = 100_000,
-                progress: bool = False) -> "LDPStream":
+    def consume(self, source, *, chunksize: int = 100_000, progress: bool = False,
+                skip: int = 0, checkpoint=None) -> "LDPStream":
         """Stream every chunk of ``source`` through :meth:`partial_fit`.
 
         Parameters
@@ -186,6 +215,13 @@ class LDPStream:
             Rows per chunk when reading a file.
         progress : bool
             Show a progress bar over chunks.
+        skip : int
+            Rows at the start of ``source`` to pass over unread by the model: those a
+            stream resumed from a checkpoint has already consumed (``stream.nobs`` when
+            ``source`` is the only source). A row is privatized once; consuming it again
+            would spend its budget twice, which the ledger would not know.
+        checkpoint : str or os.PathLike, optional
+            Save the stream there (:meth:`save`, atomically) after every chunk.
 
         Returns
         -------
@@ -194,10 +230,73 @@ class LDPStream:
         """
         if isinstance(chunksize, bool) or not isinstance(chunksize, int) or chunksize < 1:
             raise OptionError(f"chunksize must be a positive integer, got {chunksize!r}")
+        if isinstance(skip, bool) or not isinstance(skip, int) or skip < 0:
+            raise OptionError(f"skip must be a non-negative integer, got {skip!r}")
+        left = skip
         for chunk in tqdm(_chunks(source, chunksize), disable=not progress,
                           desc="LDP-SGD", unit="chunk", leave=False):
+            if left:
+                frame = _as_frame(chunk)
+                if left >= len(frame):
+                    left -= len(frame)
+                    continue
+                chunk, left = frame.iloc[left:], 0
             self.partial_fit(chunk)
+            if checkpoint is not None:
+                self.save(checkpoint)
+        if left:
+            raise DataError(f"skip = {skip} exceeds the {skip - left} rows of the source: "
+                            "nothing was consumed")
         return self
+
+    def save(self, fname) -> None:
+        """Checkpoint the stream to ``fname``; resume with :func:`dpreg.load`.
+
+        The resumed stream has this one's state, ledger and row count (``nobs``), and
+        gives the numbers an uninterrupted run would. Feed it only rows it has not
+        seen (:meth:`consume`'s ``skip``). The file is written atomically and is the
+        curator's state, not a publishable result (see the class notes).
+
+        Parameters
+        ----------
+        fname : str, path or writable binary file object
+        """
+        try:
+            write_pickle(self, fname)
+        except (pickle.PicklingError, TypeError, AttributeError) as err:
+            raise OptionError(f"cannot checkpoint this stream: {err}. Functions the "
+                              "formula calls must be importable (defined at module "
+                              "level, not lambdas or local functions)") from None
+
+    def __getstate__(self):
+        # patsy's designs and evaluation environments do not pickle: the template is
+        # stored as its public description (names, levels) and rebuilt on loading; the
+        # formula's functions are stored by reference
+        state = self.__dict__.copy()
+        state["_env"] = portable_namespace(formula_namespace(self._formula, self._env))
+        if self._run is not None:
+            run = copy.copy(self._run)
+            state["_template"] = template_prototype(run.problem.design)
+            state["_shared_cond"] = run.cond is run.problem.conditioning
+            run.problem = None
+            state["_run"] = run
+        return state
+
+    def __setstate__(self, state):
+        template = state.pop("_template", None)
+        shared_cond = state.pop("_shared_cond", False)
+        state["_env"] = namespace_env(restore_namespace(state["_env"]))
+        self.__dict__.update(state)
+        if self._run is None:
+            return
+        design = template_from_prototype(
+            self._formula, template, missing=self._missing, bounds=self._bounds,
+            levels=self._levels, eval_env=self._env,
+            binary_outcome=self._family.name == "logistic")
+        problem = DPRegression._from_design(design, **self._model_args).problem
+        self._run.problem = problem
+        if shared_cond:
+            self._run.cond = problem.conditioning
 
     def results(self, *, plugin: bool | None = None) -> DPRegressionResults:
         """Results for the rows seen so far (the stream can go on).

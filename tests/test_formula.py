@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import dpreg
 from dpreg.design import check_identified, design_from_arrays
 from dpreg.exceptions import DataError, FormulaError, OptionError
 from dpreg.formula import build_design
@@ -57,9 +58,15 @@ def test_bad_formulas(small_frame, formula, error, match):
 
 
 def test_empty_after_dropping(small_frame):
+    # the design is built (under LDP its rows are sent as null rows); fits that use
+    # the complete rows refuse it, naming the reason
     df = small_frame.assign(x=np.nan)
+    design = build_design("y ~ x", df)
+    assert design.nobs == 0 and design.n_dropped == len(df)
     with pytest.raises(DataError, match="no rows left"):
-        build_design("y ~ x", df)
+        dpreg.dp_ols("y ~ x", df, mu=1.0, bounds={"y": (-3, 5), "x": (-1, 1)})
+    with pytest.raises(DataError, match="no rows left"):
+        dpreg.oracle("y ~ x", df)
 
 
 def test_non_finite_values_named(small_frame):

@@ -78,6 +78,12 @@ class Family:
     lr_scale: float = 0.25
     ldp_lr_scale: float = 0.25
 
+    def __reduce__(self):
+        # a family pickles by its registry name (its bounds are lambdas and its losses
+        # jitted functions, neither of which pickles): loading returns the registry's
+        # record, so a pickled model, result or stream checkpoint holds no code
+        return (_registered_family, (self.name,))
+
     def describe(self, c: float, tau: float, weights: str | None) -> str:
         """Label with the tuning constants, e.g. ``"Huber (c = 1.345), Mallows weights"``."""
         parts = []
@@ -87,6 +93,12 @@ class Family:
             parts.append(f"tau = {tau:g}")
         text = self.label + (f" ({', '.join(parts)})" if parts else "")
         return text + (", Mallows weights" if weights == "mallows" else "")
+
+
+def _registered_family(name: str) -> Family:
+    from dpreg.families import get_family  # the registry imports this module
+
+    return get_family(name)
 
 
 def mallows_weights(X: np.ndarray) -> np.ndarray:
