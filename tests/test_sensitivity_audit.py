@@ -1,7 +1,7 @@
 """Sensitivity audit over the option grid (dpreg.audit.sensitivity): for every central
-matrix release and LDP-SGD's plug-in sums, the largest change between neighbouring data
-sets found adversarially (box corners, levels, parameters fitting the replaced row) is at
-most the sensitivity the ledger records.
+matrix release, the path's clipped gradients, LDP-SGD's plug-in sums and SSP's sums, the
+largest change between neighbouring data sets found adversarially (box corners, levels,
+parameters fitting the replaced row) is at most the sensitivity the ledger records.
 
 CI runs a fixed sample of the grid (``GRID_SAMPLE``); ``-m slow`` runs all of it
 (``python validation/sensitivity_grid.py`` prints the matrix the privacy audit page shows).
@@ -38,8 +38,9 @@ def test_sensitivity_whole_grid(cell):
 
 def test_the_grid_covers_every_option_value():
     cells = grid_cells()
-    assert len(cells) == len(set(cells)) == 342
-    for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd"}, {"uniform", "poisson", None},
+    assert len(cells) == len(set(cells)) == 357
+    for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp"},
+                                {"uniform", "poisson", None},
                                 {"linear", "huber", "expectile", "logistic"},
                                 {"mallows", None}, {"private", "bounds", "none"},
                                 set(sens_audit.GRID_FORMS)]):
@@ -90,3 +91,39 @@ def test_corner_rows_cover_the_boxes_and_levels():
     assert {(r["y"], r["age"], r["g"]) for r in rows[:-1]} == set(
         itertools.product((0.0, 1.0), (16.0, 100.0), levels["g"]))
     assert rows[-1]["age"] == 58.0
+
+
+@pytest.mark.parametrize("engine, releases", [
+    ("dpsgd", {"DP-SGD path", "Hessian A", "score covariance S"}),
+    ("dpgd", {"DP-GD path", "second moment G (preconditioner)"}),
+    ("ldp_sgd", {"LDP-SGD gradients", "Hessian A", "score covariance S"}),
+    ("ssp", {"SSP X'X", "SSP X'y", "SSP y'y", "SSP meat sum g g'"}),
+])
+def test_every_release_of_an_engine_is_audited(engine, releases):
+    sampling = "uniform" if engine == "dpsgd" else None
+    condition = "bounds" if engine in ("ldp_sgd", "ssp") else "private"
+    table = audit_cell(engine, sampling, "linear", None, condition, "main")
+    assert releases <= set(table["release"]), table.to_string()
+    _check(table)
+
+
+def test_the_path_audit_finds_a_kernel_that_clips_looser_than_the_ledger(monkeypatch):
+    # the ledger charges clip per step under zero-out; a kernel bug that clipped at
+    # three times the setting would change a step's sum by up to three times the
+    # charge, and the audit, which runs the kernel, must report it
+    import dataclasses
+
+    import dpreg.engines
+
+    honest = audit_cell("dpsgd", "poisson", "linear", None, "bounds", "main")
+    real = dpreg.engines.run_dpsgd
+
+    def loose_kernel(X, y, *, settings, **kw):
+        return real(X, y, settings=dataclasses.replace(settings, clip=3 * settings.clip),
+                    **kw)
+
+    monkeypatch.setattr(dpreg.engines, "run_dpsgd", loose_kernel)
+    broken = audit_cell("dpsgd", "poisson", "linear", None, "bounds", "main")
+    assert honest.set_index("release").loc["DP-SGD path", "ratio"] <= 1 + 1e-9
+    # (the corner rows' gradients reach 2.2 times the charge under the loose clip)
+    assert broken.set_index("release").loc["DP-SGD path", "ratio"] > 1.5

@@ -18,7 +18,10 @@ canary. A small lower bound proves nothing: it may be the test, not the mechanis
   mechanism of :mod:`dpreg.privacy.mechanisms`;
 - :mod:`dpreg.audit.engines`: the DP-SGD engine (:func:`dpreg.engines.run_dpsgd`), one
   person's release in LDP-SGD (:class:`dpreg.LDPStream`) and full-batch DP-GD
-  (:func:`dpreg.engines.dpgd.run_dpgd`).
+  (:func:`dpreg.engines.dpgd.run_dpgd`);
+- :mod:`dpreg.audit.sensitivity`: not an epsilon but the sensitivity itself, for every
+  release over the option grid: the largest change between adversarial neighbours
+  against the ledger's sensitivity (:func:`~dpreg.audit.sensitivity.audit_matrix_sensitivity`).
 """
 
 from dpreg.audit.bounds import AuditReport, AuditResult, clopper_pearson, epsilon_lower_bound

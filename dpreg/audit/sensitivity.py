@@ -33,18 +33,40 @@ __all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "audit_cell"
 #: Ledger names of the central matrix releases, by engine, with the statistic each sums.
 _RELEASES = {
     "dpsgd": {"second moment G (preconditioner)": "G", "Hessian A": "A",
-              "score covariance S": "S"},
-    "dpgd": {"second moment G (preconditioner)": "G"},
-    "ldp_sgd": {"Hessian A": "A", "score covariance S": "S"},
+              "score covariance S": "S", "DP-SGD path": "path"},
+    "dpgd": {"second moment G (preconditioner)": "G", "DP-GD path": "path"},
+    "ldp_sgd": {"Hessian A": "A", "score covariance S": "S", "LDP-SGD gradients": "path"},
+    "ssp": {"SSP X'X": "gram", "SSP X'y": "xty", "SSP y'y": "yty",
+            "SSP meat sum g g'": "meat"},
 }
+#: Releases that are sums over the rows (under zero-out a removed row adds nothing to
+#: them, so they are compared unscaled); the others are means over n.
+_SUMS = {"DP-SGD path", "LDP-SGD gradients", "SSP X'X", "SSP X'y", "SSP y'y",
+         "SSP meat sum g g'"}
 
 
 def corner_rows(data: pd.DataFrame, bounds: Mapping[str, Any],
                 levels: Mapping[str, Any] | None = None,
                 limit: int = 256) -> list[dict[str, Any]]:
     """Adversarial replacement rows: every corner of the declared boxes (and their
-    centre), crossed with every declared level of each categorical column; at most
-    ``limit`` rows (corners first)."""
+    centre), crossed with every declared level of each categorical column.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame
+        The audited data set (its columns say which bounds and levels apply).
+    bounds : dict
+        Declared ``{column: (lower, upper)}``.
+    levels : dict, optional
+        Declared ``{column: [level, ...]}``.
+    limit : int
+        Most rows returned (corners first).
+
+    Returns
+    -------
+    list of dict
+        ``{column: value}`` replacement rows.
+    """
     levels = dict(levels or {})
     numeric = [c for c in data.columns if c in bounds]
     choices = []
@@ -79,7 +101,10 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
                              weights: str | None = "default", engine: str = "dpsgd",
                              n_thetas: int = 3, rng=None, limit: int = 256,
                              **options) -> pd.DataFrame:
-    """Audit the sensitivities of one option combination's matrix releases.
+    """Audit the sensitivities of one option combination's releases: the matrices
+    (``G``, ``A``, ``S``; SSP's ``X'X``, ``X'y``, ``y'y`` and meat) and the path's
+    clipped gradients (one step's sum for DP-SGD, the mean for DP-GD, one row's
+    message for LDP-SGD), each measured through the engine's own code.
 
     Parameters
     ----------
@@ -96,8 +121,9 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         Declared levels of categorical columns.
     weights : {"mallows", None, "default"}
         Row weights, as for :func:`dpreg.dp_huber`.
-    engine : {"dpsgd", "dpgd", "ldp_sgd"}
-        The engine whose releases are audited.
+    engine : {"dpsgd", "dpgd", "ldp_sgd", "ssp"}
+        The engine whose releases are audited (SSP with ``robust=True``: its four
+        releases).
     n_thetas : int
         Parameter values at which ``A`` and ``S`` are evaluated (zeros, then draws of
         scale 1 in the engine's coordinates).
@@ -120,10 +146,12 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     if engine not in _RELEASES:
         raise OptionError(f"engine must be one of {tuple(_RELEASES)}, got {engine!r}")
     rng = np.random.default_rng(rng)
-    cov_type = {"ldp_sgd": "plugin"}.get(engine)
+    cov_type = {"ldp_sgd": "plugin", "ssp": "sandwich"}.get(engine)
     fit_kw = dict(options, engine=engine)
     if cov_type:
         fit_kw["cov_type"] = cov_type
+    if engine == "ssp":
+        fit_kw["robust"] = True
 
     def model_of(frame):
         return DPRegression.from_formula(formula, frame, family=family, bounds=bounds,
@@ -133,7 +161,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a short fit: only its ledger is read
         short = dict(fit_kw)
-        if engine != "ldp_sgd":
+        if engine in ("dpsgd", "dpgd"):
             short.setdefault("steps", 50)
         res = base.fit(mu=1.0, random_state=0, **short)
     names = _RELEASES[engine]
@@ -141,7 +169,8 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
     problem = base.problem
     cond = problem.coordinates(opts.condition)
-    pub = problem.public_settings(opts, cond, full_batch=engine != "dpsgd")
+    pub = None if engine == "ssp" else \
+        problem.public_settings(opts, cond, full_batch=engine != "dpsgd")
     p = problem.design.k_exog
     thetas = [np.zeros(p)] + [rng.normal(size=p) for _ in range(max(0, n_thetas - 1))]
     if engine == "ldp_sgd":  # the LDP sums: replace the last row (same path up to it)
@@ -149,7 +178,8 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         stats = _ldp_sums
     else:
         position = 0
-        stats = _central_statistics
+        stats = {"ssp": _ssp_statistics, "dpgd": _dpgd_statistics}.get(
+            engine, _central_statistics)
     factor = 2.0 if sampling_adjacency(getattr(opts, "sampling", "uniform")) \
         == "replace-one" else 1.0
     # replace-one: D' replaces the row; zero-out (Poisson sampling, n public): D' holds
@@ -167,8 +197,9 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         for m0, m1 in pairs:
             s0 = stats(m0, cond, pub, local, names, opts)
             s1 = stats(m1, cond, pub, local, names, opts)
-            scale0 = (n - 1) / n if m0 is removed else 1.0  # a null row adds nothing
+            mean_scale = (n - 1) / n if m0 is removed else 1.0  # a null row adds nothing
             for key in ledger:
+                scale0 = 1.0 if key in _SUMS else mean_scale
                 for a, b in zip(s0[key], s1[key], strict=True):
                     worst[key] = max(worst[key], float(np.linalg.norm(scale0 * a - b)))
     return pd.DataFrame([{"release": key, "ledger_sensitivity": ledger[key],
@@ -187,13 +218,64 @@ def _fitting(problem, cond, position: int) -> np.ndarray:
 
 
 def _central_statistics(model, cond, pub, thetas, names, opts):
+    """DP-SGD's matrices, and the sum of one step's clipped gradients over all rows
+    (the engine's kernel with no noise, step 1 and a unit rate: ``theta_1 = theta_0 -
+    sum_i g_i / n``)."""
+    from dpreg.engines import SGDSettings, run_dpsgd
+
     problem = model.problem
-    Z = cond.design(problem.design.exog)
+    Z = np.ascontiguousarray(cond.design(problem.design.exog))
+    y = np.ascontiguousarray(problem.design.endog, dtype=float)
     out = {}
     for name, which in names.items():
+        if which == "path":
+            n = len(y)
+            settings = SGDSettings(batch_size=n, sampling="uniform", steps=1,
+                                   clip=pub.clip, lr=1.0, lr_decay=0.0, noise_scale=0.0,
+                                   noise_multiplier=0.0)
+            out[name] = [n * (t - run_dpsgd(Z, y, objective=problem.objective,
+                                             settings=settings, theta0=t,
+                                             rng=np.random.default_rng(0)).last)
+                         for t in thetas]
+            continue
         grid = [None] if which == "G" else thetas
         out[name] = [problem.matrix_statistic(which, Z, pub, t) for t in grid]
     return out
+
+
+def _dpgd_statistics(model, cond, pub, thetas, names, opts):
+    """DP-GD's second moment, and its mean clipped gradient (the engine's kernel, one
+    step with no noise and a unit rate: ``theta_1 = theta_0 - mean_i g_i``)."""
+    from dpreg.engines.dpgd import GDSettings, run_dpgd
+
+    problem = model.problem
+    Z = np.ascontiguousarray(cond.design(problem.design.exog))
+    y = np.ascontiguousarray(problem.design.endog, dtype=float)
+    out = {}
+    for name, which in names.items():
+        if which == "path":
+            settings = GDSettings(steps=1, clip=pub.clip, lr=1.0, noise_std=0.0)
+            out[name] = [t - run_dpgd(Z, y, objective=problem.objective, settings=settings,
+                                      theta0=t, rng=np.random.default_rng(0)).paths[0, 1]
+                         for t in thetas]
+        else:
+            out[name] = [problem.matrix_statistic(which, Z, pub, None)]
+    return out
+
+
+def _ssp_statistics(model, cond, pub, thetas, names, opts):
+    """SSP's sums of the clipped rows and its meat (at each of ``thetas``), by the
+    engine's own functions and public plan."""
+    from dpreg.engines.ssp import meat_sum, ssp_sums
+    from dpreg.fits.ssp import _plan
+
+    problem = model.problem
+    settings, _ = _plan(problem, opts, cond)
+    Z = cond.design(problem.design.exog)
+    y = problem.design.endog
+    sums = ssp_sums(Z, y, settings)
+    return {"SSP X'X": [sums.gram], "SSP X'y": [sums.xty], "SSP y'y": [np.array(sums.yty)],
+            "SSP meat sum g g'": [meat_sum(Z, y, settings, t)[0] for t in thetas]}
 
 
 def _ldp_sums(model, cond, pub, thetas, names, opts):
@@ -207,14 +289,26 @@ def _ldp_sums(model, cond, pub, thetas, names, opts):
     from dpreg.privacy.request import PrivacyRequest
 
     problem = model.problem
-    out: dict[str, list] = {"Hessian A": [], "score covariance S": []}
+    out: dict[str, list] = {"Hessian A": [], "score covariance S": [],
+                            "LDP-SGD gradients": []}
+    X, y = problem.design.exog, problem.design.endog
     for theta in thetas:
         run_opts = dataclasses.replace(opts, start_params=cond.params(theta), lr=1e-12)
         run = LDPRun(problem, run_opts, PrivacyRequest.from_options(mu=1.0))
-        run.update(problem.design.exog, problem.design.endog)
+        run.update(X, y)
         snap = run.path.snapshot()
         out["Hessian A"].append(snap.a_sum / snap.nobs)
         out["score covariance S"].append(snap.s_sum / snap.nobs)
+        # the last row's message (its clipped gradient plus noise that is the same on
+        # D and D'): the last step over its step size lr (n + t0)^-alpha
+        run_opts = dataclasses.replace(run_opts, lr=1e-6)
+        run = LDPRun(problem, run_opts, PrivacyRequest.from_options(mu=1.0))
+        run.update(X[:-1], y[:-1])
+        before = run.path.snapshot().last
+        run.update(X[-1:], y[-1:])
+        st = run.settings
+        step = st.lr * (len(y) + st.step_offset) ** (-st.lr_decay)
+        out["LDP-SGD gradients"].append((before - run.path.snapshot().last) / step)
     return out
 
 
@@ -231,22 +325,30 @@ GRID_FORMS = {
     "response": ("np.log(y) ~ age + educ", {"y": (0.5, 20), "age": (16, 100),
                                             "educ": (0, 25)}),
 }
-_GRID_ENGINES = (("dpsgd", "uniform"), ("dpsgd", "poisson"), ("dpgd", None), ("ldp_sgd", None))
+_GRID_ENGINES = (("dpsgd", "uniform"), ("dpsgd", "poisson"), ("dpgd", None), ("ldp_sgd", None),
+                 ("ssp", None))
 
 
 def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
-    LDP-SGD), the four families, Mallows weights or none, the three conditionings and
+    LDP-SGD, SSP), the four families, Mallows weights or none, the three conditionings and
     the five bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
-    transform."""
+    transform; SSP fits the linear family without weights.
+
+    Returns
+    -------
+    list of tuple
+        ``(engine, sampling, family, weights, condition, form)`` cells.
+    """
     cells = []
     for (engine, sampling), family, weights, condition, form in itertools.product(
             _GRID_ENGINES, ("linear", "huber", "expectile", "logistic"), ("mallows", None),
             ("private", "bounds", "none"), GRID_FORMS):
         if (engine == "dpgd" and condition != "private") \
                 or (engine == "ldp_sgd" and condition == "private") \
+                or (engine == "ssp" and (family != "linear" or weights is not None)) \
                 or (family == "logistic" and form == "response"):
             continue
         cells.append((engine, sampling, family, weights, condition, form))
@@ -266,6 +368,8 @@ GRID_SAMPLE = [
     ("ldp_sgd", None, "huber", "mallows", "none", "main"),
     ("ldp_sgd", None, "expectile", "mallows", "bounds", "interaction"),
     ("ldp_sgd", None, "logistic", None, "none", "categorical"),
+    ("ssp", None, "linear", None, "none", "interaction"),
+    ("ssp", None, "linear", None, "bounds", "response"),
 ]
 
 
@@ -282,7 +386,27 @@ def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
 def audit_cell(engine: str, sampling: str | None, family: str, weights: str | None,
                condition: str, form: str, seed: int = 7) -> pd.DataFrame:
     """:func:`audit_matrix_sensitivity` of one cell of :func:`grid_cells` on 24 rows in
-    natural units, with the cell's columns added to the table."""
+    natural units, with the cell's columns added to the table.
+
+    Parameters
+    ----------
+    engine : str
+        The cell, as :func:`grid_cells` gives it.
+    sampling : str or None
+        ``None`` for engines without subsampling.
+    family : str
+    weights : {"mallows", None}
+    condition : str
+    form : str
+        A key of :data:`GRID_FORMS`.
+    seed : int
+        Seed of the simulated data set.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per release, as :func:`audit_matrix_sensitivity`, plus the cell.
+    """
     formula, bounds = GRID_FORMS[form]
     data = _grid_frame(seed)
     if family == "logistic":
