@@ -20,6 +20,7 @@ from dpreg.exceptions import ConvergenceWarning
 from dpreg.formula import build_design
 from dpreg.inference.diagnostics import (
     RATIO_LIMIT,
+    ConvergenceReport,
     check_path,
     iterate_checks,
     ratio_false_alarm,
@@ -262,6 +263,24 @@ def test_check_path_flags_what_it_should():
     assert rep.halves_z["c"] == pytest.approx(5.0)
     assert not check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c,
                           plugin_critical=z).unconverged
+
+
+def test_floor_message_says_which_inference_is_the_default_and_recommends_only_passed():
+    # the message used to call random scaling "the default inference" in fits whose
+    # default stayed the plug-in, and to recommend it for coefficients whose random-
+    # scaling interval had failed its own check
+    from dataclasses import replace
+
+    rep = ConvergenceReport(floor_decided=("b",))
+    (kept,) = rep.messages("DP-SGD")
+    assert "the default" not in kept and "conf_int(method='rs')" in kept
+    assert "passed the path checks" in kept
+    (switched,) = replace(rep, default_switched=True).messages("DP-SGD")
+    assert "default inference is therefore random scaling" in switched
+    both = replace(rep, unconverged=("b",)).messages("DP-SGD")
+    floor = [m for m in both if "eigenvalue floor" in m]
+    assert len(floor) == 1 and "no interval of these coefficients is reliable" in floor[0]
+    assert "conf_int(method='rs')" not in floor[0]
 
 
 def test_robustness_replicate_and_table():

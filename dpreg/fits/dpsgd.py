@@ -187,6 +187,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     if "cov_type" not in given and report is not None and report.floor_decided \
             and not report.unconverged:
         cov_type = "rs"
+        report = dataclasses.replace(report, default_switched=True)
         notes += ("Inference: random scaling, not the plug-in (the default): the plug-in "
                   "standard errors were set by the private Hessian's eigenvalue floor, "
                   "while random scaling needs no Hessian.",)

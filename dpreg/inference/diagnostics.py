@@ -145,6 +145,9 @@ class ConvergenceReport:
     checks : tuple of str
         One-pass paths: the checks that ran (``"rs/batch_means"``, ``"halves"``,
         ``"rs/plugin"``).
+    default_switched : bool
+        The fit made random scaling its default inference because of
+        ``floor_decided`` (DP-SGD without ``cov_type=``); the messages say so.
     """
 
     length_ratio: dict = field(default_factory=dict)
@@ -158,6 +161,7 @@ class ConvergenceReport:
     curvature_bias: dict = field(default_factory=dict)
     curvature_biased: tuple = ()
     public: tuple = ()
+    default_switched: bool = False
 
     @property
     def ok(self) -> bool:
@@ -189,12 +193,27 @@ class ConvergenceReport:
                 "the path disagree): the intervals of these coefficients are unreliable. "
                 "Increase steps=, declare tighter bounds, or raise lr=.")
         if self.floor_decided:
-            out.append(
-                f"The plug-in standard errors of {list(self.floor_decided)} are set by the "
-                "eigenvalue floor of the private Hessian (its noise is comparable to its "
-                "small eigenvalues), not by the data: rely on the random-scaling intervals "
-                "(conf_int(method='rs'), the default inference unless cov_type= was "
-                "given), or raise the budget or the Hessian's share.")
+            head = (f"The plug-in standard errors of {list(self.floor_decided)} are set by "
+                    "the eigenvalue floor of the private Hessian (its noise is comparable "
+                    "to its small eigenvalues), not by the data")
+            # an interval is recommended only where its own checks passed
+            rs_failed = [n for n in self.floor_decided if n in self.unconverged]
+            if self.default_switched:
+                out.append(head + ": this fit's default inference is therefore random "
+                           "scaling (conf_int(), pvalues and the summary's header; it needs "
+                           "no Hessian and its path checks passed), while bse and the "
+                           "summary's std err stay the plug-in's. Raise the budget or the "
+                           "Hessian's share for usable plug-in standard errors.")
+            elif rs_failed:
+                out.append(head + f"; the random-scaling intervals of {rs_failed} failed "
+                           "their own checks too, so no interval of these coefficients is "
+                           "reliable. Raise the budget or the Hessian's share, or declare "
+                           "tighter bounds.")
+            else:
+                out.append(head + ": the plug-in intervals of these coefficients are "
+                           "unreliable; the random-scaling ones (conf_int(method='rs')) "
+                           "need no Hessian and passed the path checks. Or raise the "
+                           "budget or the Hessian's share.")
         if self.curvature_biased:
             out.append(
                 f"The averaged iterate of {list(self.curvature_biased)} carries a bias of "
