@@ -98,10 +98,19 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
 def _logit(y, X):
     from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
+    singular = False
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        res = sm.Logit(y, X).fit(disp=0, maxiter=200)
-    separated = any(issubclass(w.category, PerfectSeparationWarning) for w in caught) \
+        try:
+            res = sm.Logit(y, X).fit(disp=0, maxiter=200)
+        except np.linalg.LinAlgError:
+            # statsmodels < 0.15: Newton's Hessian becomes singular when the fitted
+            # probabilities reach 0 and 1 (separation) instead of a warning; BFGS gives
+            # the finite numbers the warning below qualifies
+            singular = True
+            res = sm.Logit(y, X).fit(disp=0, maxiter=200, method="bfgs")
+    separated = singular \
+        or any(issubclass(w.category, PerfectSeparationWarning) for w in caught) \
         or not res.mle_retvals.get("converged", True)
     if separated:
         warnings.warn("the outcome is (quasi-)perfectly separated by the covariates: the "

@@ -6,7 +6,13 @@ one line in ``FAMILIES`` and its branch in the numba dispatch of losses and scor
 """
 
 from dpreg.exceptions import OptionError
-from dpreg.families.base import Family, Objective, family_constants, mallows_weights
+from dpreg.families.base import (
+    REGISTRY,
+    Family,
+    Objective,
+    family_constants,
+    mallows_weights,
+)
 from dpreg.families.expectile import EXPECTILE
 from dpreg.families.huber import HUBER
 from dpreg.families.linear import LINEAR
@@ -16,6 +22,7 @@ __all__ = ["Family", "Objective", "FAMILIES", "get_family", "mallows_weights",
            "family_constants"]
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (LINEAR, HUBER, LOGISTIC, EXPECTILE)}
+REGISTRY.update(FAMILIES)  # what a pickled family is loaded from
 
 
 def get_family(family: str | Family) -> Family:

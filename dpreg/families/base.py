@@ -95,10 +95,13 @@ class Family:
         return text + (", Mallows weights" if weights == "mallows" else "")
 
 
-def _registered_family(name: str) -> Family:
-    from dpreg.families import get_family  # the registry imports this module
+#: The registered families by name (filled by :mod:`dpreg.families`), which a pickled
+#: :class:`Family` is loaded from.
+REGISTRY: dict[str, Family] = {}
 
-    return get_family(name)
+
+def _registered_family(name: str) -> Family:
+    return REGISTRY[name]
 
 
 def mallows_weights(X: np.ndarray) -> np.ndarray:
