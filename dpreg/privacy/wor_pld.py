@@ -178,8 +178,8 @@ def wor_gaussian_pld(q: float, s: float, count: int = 1, *,
                      value_discretization_interval: float = 1e-4,
                      log_mass_truncation_bound: float = -50.0
                      ) -> pld_lib.PrivacyLossDistribution:
-    """dp_accounting PLD of ``count`` Gaussian steps, each on a batch drawn without
-    replacement, under replace-one adjacency (an upper bound: module notes).
+    """PLD (dp_accounting's class) of ``count`` Gaussian steps, each on a batch drawn
+    without replacement, under replace-one adjacency (an upper bound: module notes).
 
     Parameters
     ----------
