@@ -325,8 +325,8 @@ property, all run in CI (4 minutes together, 2.6 of them for (epsilon, delta)):
   ordered finite intervals and p-values in [0, 1] for every inference method, and a
   ledger that spends no more than the request;
 * **fits with** ``epsilon=, delta=``: the same, with the spent epsilon from the
-  rigorous accountant (PLD for Poisson sampling; dp-accounting's RDP for sampling
-  without replacement, at the order :mod:`dpreg.privacy.wor_rdp` finds best);
+  rigorous accountant (PLD: dp-accounting's for Poisson sampling,
+  :mod:`dpreg.privacy.wor_pld` for sampling without replacement);
 * **LDP streams**: any cut of the rows into chunks gives the one-shot numbers bit for
   bit, the results are finite, and the ledger stays within mu.
 """

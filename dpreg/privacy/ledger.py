@@ -20,7 +20,7 @@ import pandas as pd
 
 from dpreg._checks import number_in
 from dpreg.exceptions import BudgetExceededError, OptionError
-from dpreg.privacy.accountants import rigorous_epsilon, zcdp_rho_upper
+from dpreg.privacy.accountants import rdp_epsilon, rigorous_epsilon, zcdp_rho_upper
 from dpreg.privacy.events import ZERO_OUT, GaussianMechanismEvent
 from dpreg.privacy.gdp import mu_to_epsilon
 from dpreg.privacy.request import PrivacyRequest, _fmt
@@ -145,6 +145,20 @@ class Ledger:
         return self._rigorous[1], self._rigorous[2]
 
     @property
+    def epsilon_rdp_check(self) -> tuple[float, str] | None:
+        """``(epsilon, accountant name)`` at :attr:`delta` by dp_accounting's RDP
+        accountant when a step samples without replacement (the cross-check of the PLD
+        headline, :func:`dpreg.privacy.accountants.rdp_epsilon`; looser), else ``None``.
+        """
+        if not any(e.is_subsampled and e.sampling == "uniform" for e in self._events):
+            return None
+        cached = getattr(self, "_rdp_check", None)
+        if cached is None or cached[0] != len(self._events):
+            self._rdp_check = (len(self._events), *rdp_epsilon(self._events, self._delta))
+            cached = self._rdp_check
+        return cached[1], cached[2]
+
+    @property
     def rho_total(self) -> float:
         """zCDP total: ``total_mu^2 / 2`` (GDP view) for mu and (epsilon, delta)
         requests; the rigorous :func:`zcdp_rho_upper` for rho requests.
@@ -227,6 +241,10 @@ class Ledger:
             self.rho_line(),
             f"Accountant for the rigorous (epsilon, delta): {name}",
         ]
+        check = self.epsilon_rdp_check
+        if check is not None:
+            lines.append(f"Cross-check by {check[1]} (a looser bound for sampling without "
+                         f"replacement): epsilon = {check[0]:.4g} at delta = {d}")
         equivalent = self.replace_one_equivalent
         if equivalent is not None:
             lines.append(f"Adjacency {ZERO_OUT}: a row replaced by a null row. Replace-one "

@@ -59,8 +59,11 @@ def test_epsilon_delta_request_holds_under_the_rigorous_accountant(sampling, eps
     assert got <= eps  # never above the promise
     assert got == pytest.approx(eps, rel=1e-6)  # and not wastefully below it
     assert cal.achieved == got
-    # the rigorous accountant, not the CLT, is what binds: the CLT epsilon is lower
-    assert mu_to_epsilon(total_mu(cal.events), 1e-6) < eps
+    clt = mu_to_epsilon(total_mu(cal.events), 1e-6)
+    if sampling == "poisson":  # the rigorous accountant, not the CLT, is what binds
+        assert clt < eps
+    else:  # the without-replacement PLD is close to the CLT here (RDP was ~2x)
+        assert clt == pytest.approx(eps, rel=0.05)
 
 
 @pytest.mark.parametrize("sampling", ["poisson", "uniform"])

@@ -19,7 +19,7 @@ from scipy.special import gammaln
 
 import dpreg
 from dpreg.exceptions import OptionError
-from dpreg.privacy.accountants import rigorous_delta, rigorous_epsilon, rigorous_rdp_curve
+from dpreg.privacy.accountants import rdp_delta, rdp_epsilon, rigorous_rdp_curve
 from dpreg.privacy.events import GaussianMechanismEvent as Event
 from dpreg.privacy.wor_rdp import (
     DEFAULT_ORDERS,
@@ -213,14 +213,14 @@ def test_epsilon_at_the_chosen_order_is_dp_accountings_best(s, m, n, steps, delt
     ev = uniform_path(s, m, n, steps)
     expected, order = library_curve(n, m, s, steps).get_epsilon_and_optimal_order(delta)
     assert best_order([ev], delta=delta) == order
-    assert rigorous_epsilon([ev], delta)[0] == pytest.approx(expected, rel=1e-12)
+    assert rdp_epsilon([ev], delta)[0] == pytest.approx(expected, rel=1e-12)
 
 
 def test_delta_at_the_chosen_order_is_dp_accountings_best():
     ev = uniform_path(1.1, 8, 500, 2000)
     acc = library_curve(500, 8, 1.1, 2000)
     for eps in (0.5, 2.0, 8.0):
-        assert rigorous_delta([ev], eps)[0] == pytest.approx(acc.get_delta(eps), rel=1e-12)
+        assert rdp_delta([ev], eps)[0] == pytest.approx(acc.get_delta(eps), rel=1e-12)
 
 
 def test_large_noise_is_charged_no_more_than_an_unsampled_gaussian():
@@ -233,10 +233,10 @@ def test_large_noise_is_charged_no_more_than_an_unsampled_gaussian():
     gauss = RdpAccountant(neighboring_relation=NR.REPLACE_ONE)
     gauss.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(s), 300))
     assert stuck > 0.1
-    assert rigorous_epsilon([ev], delta)[0] == pytest.approx(gauss.get_epsilon(delta),
+    assert rdp_epsilon([ev], delta)[0] == pytest.approx(gauss.get_epsilon(delta),
                                                              rel=1e-12)
     # ~0.006: the floor of the RDP-to-(epsilon, delta) conversion at order 1024
-    assert rigorous_epsilon([ev], delta)[0] < 0.01
+    assert rdp_epsilon([ev], delta)[0] < 0.01
     orders, curve = rigorous_rdp_curve([ev])
     np.testing.assert_allclose(curve, np.minimum(gauss.rdp, library_curve(40, 10, s, 300).rdp))
     assert curve[orders == 256][0] < library_curve(40, 10, s, 300).rdp[orders == 256][0] / 100
@@ -248,7 +248,7 @@ def test_large_sampling_rates_are_charged_no_more_than_an_unsampled_gaussian():
     gauss = RdpAccountant(neighboring_relation=NR.REPLACE_ONE)
     gauss.compose(dp_accounting.SelfComposedDpEvent(dp_accounting.GaussianDpEvent(1.0), 100))
     assert library_curve(10, 9, 1.0, 100).get_epsilon(1e-6) > 180
-    assert rigorous_epsilon([ev], 1e-6)[0] == pytest.approx(gauss.get_epsilon(1e-6), rel=1e-12)
+    assert rdp_epsilon([ev], 1e-6)[0] == pytest.approx(gauss.get_epsilon(1e-6), rel=1e-12)
 
 
 def test_delta_where_dp_accounting_cannot_convert_the_sampled_curve():
@@ -257,7 +257,7 @@ def test_delta_where_dp_accounting_cannot_convert_the_sampled_curve():
     ev = uniform_path(1e7, 1, 1000, 300)
     with pytest.raises(ValueError):
         library_curve(1000, 1, 1e7, 300).get_delta(0.5)
-    got = rigorous_delta([ev], 0.5)[0]
+    got = rdp_delta([ev], 0.5)[0]
     assert 0 <= got < 1e-100
 
 
