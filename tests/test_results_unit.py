@@ -67,14 +67,41 @@ def test_cov_type_decides_the_default_method_and_bse_needs_a_standard_error():
     rs = Inference("rs", RS_SCALE, rs_pivot, False)
     res = make({"plugin": Inference("plugin", SE, NormalLaw(), True), "rs": rs}, "rs")
     np.testing.assert_allclose(res.conf_int(), res.conf_int(method="rs"))
-    np.testing.assert_array_equal(res.bse, SE)  # from the method that has standard errors
+    # bse follows the default, never another method's in its place; bse_by names one
+    with pytest.raises(OptionError, match=r"default inference is random scaling.*"
+                                          r"bse_by\('plugin'\)"):
+        _ = res.bse
+    with pytest.raises(OptionError, match="random scaling"):
+        _ = res.tvalues
+    np.testing.assert_array_equal(res.bse_by("plugin"), SE)
     only_rs = make({"rs": rs}, "rs")
-    with pytest.raises(OptionError, match="no standard errors"):
+    with pytest.raises(OptionError, match="no budget was spent on the plug-in"):
         _ = only_rs.bse
     with pytest.raises(OptionError, match="no covariance matrix"):
         only_rs.cov_params()
     with pytest.raises(OptionError, match="'plugin' is not available.*\\['rs'\\]"):
         only_rs.conf_int(method="plugin")
+
+
+def test_every_output_follows_the_default_when_it_is_random_scaling():
+    # issue: the header said RS while std err, z and P>|z| were the plug-in's
+    rs = Inference("rs", RS_SCALE, rs_pivot, False)
+    both = {"plugin": Inference("plugin", SE, NormalLaw(), True), "rs": rs}
+    res, plug = make(both, "rs"), make(both, "plugin")
+    frame = res.summary_frame()
+    # the default's columns come first, another method's carry its name
+    assert list(frame.columns)[:4] == ["coef", "RS [0.025", "RS 0.975]", "RS P>|R|"]
+    assert "std err" not in frame.columns and "Plug-in std err" in frame.columns
+    np.testing.assert_allclose(frame["RS P>|R|"], res.pvalues)
+    np.testing.assert_allclose(frame[["RS [0.025", "RS 0.975]"]], res.conf_int())
+    np.testing.assert_allclose(frame["Plug-in std err"], res.bse_by("plugin"))
+    header = res.summary().as_text().split("Inference:")[1].split()[0]
+    assert header == "RS"
+    # and with the plug-in as the default, the unlabelled columns are the plug-in's
+    frame = plug.summary_frame()
+    assert list(frame.columns)[:4] == ["coef", "std err", "z", "P>|z|"]
+    np.testing.assert_allclose(frame["std err"], plug.bse)
+    np.testing.assert_allclose(frame["P>|z|"], plug.pvalues)
 
 
 def test_student_law_gives_t_columns():

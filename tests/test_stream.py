@@ -48,7 +48,7 @@ def test_chunks_equal_one_shot(frame):
     many = stream.results()
     assert set(one.inferences) == {"rs", "batch_means", "plugin"}
     _same(one, many)
-    assert many.nobs == 6000 and np.all(np.isfinite(many.bse))
+    assert many.nobs == 6000 and np.all(np.isfinite(many.bse_by("plugin")))
 
 
 def test_chunks_equal_one_shot_on_the_conditioned_rows(seed):

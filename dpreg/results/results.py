@@ -176,22 +176,52 @@ class DPRegressionResults:
 
     @cached_property
     def bse(self) -> pd.Series:
-        """Standard errors (private plug-in for a private fit); raises if none exist."""
-        inf = self._standard_error_inference()
+        """Standard errors of the fit's default inference (``cov_type``, the one
+        ``conf_int()``, ``pvalues`` and the summary's header follow).
+
+        Raises :class:`~dpreg.exceptions.OptionError` when the default has no standard
+        error (random scaling): then :meth:`bse_by` gives another method's.
+        """
+        return self.bse_by(None)
+
+    def bse_by(self, method: str | None = None) -> pd.Series:
+        """Standard errors by ``method``.
+
+        Parameters
+        ----------
+        method : str, optional
+            Defaults to the fit's ``cov_type``; :attr:`inferences` lists those that
+            exist. Random scaling has none.
+
+        Returns
+        -------
+        pandas.Series
+            One standard error per coefficient.
+        """
+        inf = self._standard_error_inference(method)
         return self._series(inf.scale, "bse")
 
-    def _standard_error_inference(self) -> Inference:
-        for inf in (self.inferences.get(self.cov_type), *self.inferences.values()):
-            if inf is not None and inf.is_standard_error:
-                return inf
-        raise OptionError("this fit has no standard errors: random scaling gives intervals "
-                          "and p-values but no consistent standard error, and no budget was "
-                          "spent on the plug-in matrices (see budget_split)")
+    def _standard_error_inference(self, method: str | None = None) -> Inference:
+        """The inference of ``method`` (default ``cov_type``) if it has standard
+        errors; never another method's in its place."""
+        inf = self._inference(method)
+        if inf.is_standard_error:
+            return inf
+        others = sorted(k for k, v in self.inferences.items() if v.is_standard_error)
+        which = "this fit's default inference" if method is None else f"method {method!r}"
+        label = {"rs": "random scaling"}.get(inf.method, inf.method)
+        hint = (f"bse_by({others[0]!r}) gives the {others[0]} standard errors"
+                if others else "no budget was spent on the plug-in matrices (see "
+                "budget_split)")
+        raise OptionError(f"{which} is {label}, which gives intervals and p-values "
+                          "(conf_int(), pvalues) but no consistent standard error; "
+                          f"{hint}")
 
     @cached_property
     def tvalues(self) -> pd.Series:
         """Wald statistics against zero, ``params / bse`` (for intervals from iterates,
-        the construction's own centre over its scale: what ``pvalues`` uses)."""
+        the construction's own centre over its scale: what ``pvalues`` uses); of the
+        default inference, as :attr:`bse`."""
         inf = self._standard_error_inference()
         return self._series(inf.statistic(self.params.to_numpy()), "tvalues")
 

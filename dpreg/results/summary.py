@@ -140,21 +140,34 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
     theta = res.params.to_numpy()
     lo, hi = f"[{alpha / 2:g}", f"{1 - alpha / 2:g}]"
     cols = {"coef": theta}
-    try:
-        se_inf = res._standard_error_inference()
-        cols["std err"] = se_inf.scale
-        stat = "t" if isinstance(se_inf.law, StudentLaw) else "z"
-        cols[stat] = se_inf.statistic(theta)
-        cols[f"P>|{stat}|"] = se_inf.pvalues(theta)
-        ci = se_inf.conf_int(theta, alpha)
-        cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
-    except OptionError:
-        pass
-    if "rs" in res.inferences:
+
+    def standard_error_columns(inf, prefix):
+        stat = "t" if isinstance(inf.law, StudentLaw) else "z"
+        cols[prefix + "std err"] = inf.scale
+        cols[prefix + stat] = inf.statistic(theta)
+        cols[prefix + f"P>|{stat}|"] = inf.pvalues(theta)
+        ci = inf.conf_int(theta, alpha)
+        cols[prefix + lo], cols[prefix + hi] = ci[:, 0], ci[:, 1]
+
+    def rs_columns():
         rs = res.inferences["rs"]
         ci = rs.conf_int(theta, alpha)
         cols[f"RS {lo}"], cols[f"RS {hi}"] = ci[:, 0], ci[:, 1]
         cols["RS P>|R|"] = rs.pvalues(theta)
+
+    # the default inference (the header's, bse's, pvalues' and conf_int()'s) comes
+    # first; another method's columns are labelled with its name
+    default = res._inference(None)
+    if default.is_standard_error:
+        standard_error_columns(default, "")
+        if "rs" in res.inferences:
+            rs_columns()
+    else:  # random scaling: no standard error of its own
+        rs_columns()
+        for name, inf in res.inferences.items():
+            if inf.is_standard_error:
+                standard_error_columns(inf, METHOD_LABELS.get(name, name) + " ")
+                break
     return pd.DataFrame(cols, index=res._names)
 
 
