@@ -94,7 +94,7 @@ def test_natural_units_cover_at_defaults(seed):
     assert _contains(res, ref, None).all()
     assert _contains(res, ref, "rs").all()
     # the estimate is close to the oracle in units of its own standard error
-    assert np.all(np.abs(res.params - ref.params) < 4 * res.bse)
+    assert np.all(np.abs(res.params - ref.params) < 4 * res.bse_by("plugin"))
     # the ledger pays for the preconditioner and stays within the request
     names = [row.name for row in res.ledger.events]
     assert names[0] == "second moment G (preconditioner)"

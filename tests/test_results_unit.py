@@ -91,10 +91,10 @@ def test_every_output_follows_the_default_when_it_is_random_scaling():
     frame = res.summary_frame()
     # the default's columns come first, another method's carry its name
     assert list(frame.columns)[:4] == ["coef", "RS [0.025", "RS 0.975]", "RS P>|R|"]
-    assert "std err" not in frame.columns and "Plug-in std err" in frame.columns
+    assert "std err" not in frame.columns and "Plug-in s.e." in frame.columns
     np.testing.assert_allclose(frame["RS P>|R|"], res.pvalues)
     np.testing.assert_allclose(frame[["RS [0.025", "RS 0.975]"]], res.conf_int())
-    np.testing.assert_allclose(frame["Plug-in std err"], res.bse_by("plugin"))
+    np.testing.assert_allclose(frame["Plug-in s.e."], res.bse_by("plugin"))
     header = res.summary().as_text().split("Inference:")[1].split()[0]
     assert header == "RS"
     # and with the plug-in as the default, the unlabelled columns are the plug-in's

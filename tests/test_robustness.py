@@ -32,7 +32,7 @@ def test_huber_with_mallows_weights_survives_cauchy_covariates(cauchy_frame, eng
                                                                   "hessian": 0.3,
                                                                   "score": 0.1}}
                                                 if engine == "ldp_sgd" else {}))
-    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse))
+    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse_by("plugin")))
     ci = res.conf_int(alpha=1e-6).to_numpy()
     assert np.all(np.isfinite(ci))
     slopes = res.params[["x1", "x2"]].to_numpy()
@@ -44,7 +44,7 @@ def test_declared_bounds_clip_gross_outliers(cauchy_frame):
     linear fit is finite and its clip comes from the bounds, not from the data."""
     bounds = {"y": (-20.0, 20.0), "x1": (-10.0, 10.0), "x2": (-10.0, 10.0)}
     res = dpreg.dp_ols("y ~ x1 + x2", cauchy_frame, mu=2.0, bounds=bounds, random_state=4)
-    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse))
+    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse_by("plugin")))
     # the engine works on the columns mapped into [-1, 1] by their bounds: the row norm
     # bound is sqrt(3) and a residual up to half the outcome's range (20) is not clipped
     assert res.settings["clip"] == pytest.approx(np.sqrt(1 + 1 + 1) * 20)
@@ -65,5 +65,5 @@ def test_logistic_with_huge_margins_does_not_overflow(seed):
                              random_state=5)
         ldp = dpreg.dp_logit("y ~ x", data, mu=2.0, engine="ldp_sgd", weights="mallows",
                              random_state=5)
-    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse))
+    assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse_by("plugin")))
     assert np.all(np.isfinite(ldp.params))

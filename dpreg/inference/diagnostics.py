@@ -200,10 +200,11 @@ class ConvergenceReport:
             rs_failed = [n for n in self.floor_decided if n in self.unconverged]
             if self.default_switched:
                 out.append(head + ": this fit's default inference is therefore random "
-                           "scaling (conf_int(), pvalues and the summary's header; it needs "
-                           "no Hessian and its path checks passed), while bse and the "
-                           "summary's std err stay the plug-in's. Raise the budget or the "
-                           "Hessian's share for usable plug-in standard errors.")
+                           "scaling (conf_int(), pvalues, t_test and the summary follow it; "
+                           "it needs no Hessian and its path checks passed). It has no "
+                           "standard error: bse_by('plugin') gives the plug-in's. Raise "
+                           "the budget or the Hessian's share for usable plug-in standard "
+                           "errors.")
             elif rs_failed:
                 out.append(head + f"; the random-scaling intervals of {rs_failed} failed "
                            "their own checks too, so no interval of these coefficients is "

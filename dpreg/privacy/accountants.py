@@ -86,8 +86,8 @@ _NR = dp_accounting.NeighboringRelation
 _VERSION = metadata.version("dp-accounting")
 PLD_NAME = f"PLD (dp_accounting {_VERSION})"
 RDP_NAME = f"RDP (dp_accounting {_VERSION})"
-WOR_PLD_NAME = (f"PLD (dp_accounting {_VERSION}; Dong-Roth-Su pair for sampling without "
-                "replacement)")
+#: (short: it is printed in the summary's header; the ledger's notes name the pair)
+WOR_PLD_NAME = f"PLD (dp_accounting {_VERSION}; WOR pair)"
 _FIRST_STAGE = 1000
 _MAX_POINTS = 1e6  # a coarser grid (still an upper bound) beyond this many PLD points
 

@@ -162,11 +162,11 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
         standard_error_columns(default, "")
         if "rs" in res.inferences:
             rs_columns()
-    else:  # random scaling: no standard error of its own
+    else:  # random scaling: no standard error of its own; another method's, labelled
         rs_columns()
         for name, inf in res.inferences.items():
             if inf.is_standard_error:
-                standard_error_columns(inf, METHOD_LABELS.get(name, name) + " ")
+                cols[METHOD_LABELS.get(name, name) + " s.e."] = inf.scale
                 break
     return pd.DataFrame(cols, index=res._names)
 

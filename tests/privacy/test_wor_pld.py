@@ -189,7 +189,7 @@ def test_fair_defaults_headline_and_calibration(fair):
     # (10, 1e-5) request calibrated to total mu 1.238, a (3, 1e-5) one to 0.417.
     res = fair(mu=2)
     eps, name = res.ledger.epsilon_rigorous
-    assert "without replacement" in name
+    assert name.startswith("PLD") and "WOR pair" in name
     assert eps == pytest.approx(9.983, abs=0.002)  # measured 9.9832
     assert eps <= res.ledger.epsilon_gdp * 1.001  # the CLT: 9.997
     assert res.ledger.epsilon_rdp_check[0] == pytest.approx(17.42, abs=0.01)
