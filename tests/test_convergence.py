@@ -73,6 +73,44 @@ def test_conditioning_maps_back_exactly():
     np.testing.assert_allclose(design.exog @ theta, Z @ cond.to_engine(theta), rtol=1e-10)
 
 
+@pytest.mark.parametrize("term", ["I(age ** 2)", "I(age * age)"])
+def test_a_square_gets_its_legendre_coordinate(term):
+    # x and x^2 in a codebook box are nearly collinear (0.98 on the box, 0.99 on data in
+    # part of it); the square's coordinate z^2 - 1/3 is orthogonal to 1 and z on the box
+    rng = np.random.default_rng(3)
+    data = pd.DataFrame({"age": rng.uniform(20, 60, 4000), "y": rng.normal(size=4000)})
+    design = build_design(f"y ~ age + {term}", data,
+                          bounds={"y": (-10, 10), "age": (16, 100)})
+    cond = default_conditioning(design)
+    box = np.linspace(16, 100, 2001)
+    Zb = cond.design(np.column_stack([np.ones_like(box), box, box ** 2]))
+    np.testing.assert_allclose(Zb[:, 2], Zb[:, 1] ** 2 - 1 / 3, atol=1e-9)
+    assert abs(np.mean(Zb[:, 2])) < 1e-3 and abs(np.corrcoef(Zb[:, 1:].T)[0, 1]) < 1e-3
+    # the public norm bound holds on every row of the box, and maps back exactly
+    assert np.sqrt((Zb ** 2).sum(axis=1)).max() <= cond.norm_bound * (1 + 1e-12)
+    assert cond.norm_bound == pytest.approx(np.sqrt(1 + 1 + 4 / 9))
+    theta = np.array([1.0, 0.1, -0.001])
+    np.testing.assert_allclose(cond.params(cond.to_engine(theta)), theta, rtol=1e-12)
+    # on the data (a part of the box) the smallest eigenvalue of Z'Z / n is over 5 times
+    # that of the square centred and scaled by its own box [256, 10000], as before
+    Z = cond.design(design.exog)
+    before = Z.copy()
+    before[:, 2] = (design.exog[:, 2] - 5128) / 4872
+    def smallest(A):
+        return np.linalg.eigvalsh(A.T @ A / len(A))[0]
+    assert smallest(Z) > 5 * smallest(before)
+
+
+def test_a_square_with_its_own_tighter_bound_is_centred_by_it():
+    # a bound declared on the square clips it, so it is not exactly x^2: no Legendre map
+    rng = np.random.default_rng(3)
+    data = pd.DataFrame({"age": rng.uniform(20, 60, 500), "y": rng.normal(size=500)})
+    design = build_design("y ~ age + I(age ** 2)", data,
+                          bounds={"y": (-10, 10), "age": (16, 100), "I(age ** 2)": (256, 3600)})
+    cond = default_conditioning(design)
+    assert cond.M[1, 2] == 0.0 and cond.M[2, 2] == pytest.approx((3600 - 256) / 2)
+
+
 def test_conditioning_needs_every_column_bounded():
     data = natural_units(300, 1)
     design = build_design(FORMULA, data, bounds={"y": (-10, 25), "age": (18, 90)})

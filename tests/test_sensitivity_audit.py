@@ -38,7 +38,7 @@ def test_sensitivity_whole_grid(cell):
 
 def test_the_grid_covers_every_option_value():
     cells = grid_cells()
-    assert len(cells) == len(set(cells)) == 357
+    assert len(cells) == len(set(cells)) == 432
     for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp"},
                                 {"uniform", "poisson", None},
                                 {"linear", "huber", "expectile", "logistic"},

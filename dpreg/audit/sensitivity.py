@@ -315,12 +315,15 @@ def _ldp_sums(model, cond, pub, thetas, names, opts):
 # ------------------------------------------------------------------ the option grid
 _LEVELS = {"g": ["a", "b", "c"]}
 #: Bounds forms: main effects, a transformed term (bounds derived), an interaction, a
-#: categorical column, and a transformed outcome; natural units in codebook boxes.
+#: square (its Legendre coordinate), a categorical column, and a transformed outcome;
+#: natural units in codebook boxes.
 GRID_FORMS = {
     "main": ("y ~ age + educ", {"y": (0.5, 20), "age": (16, 100), "educ": (0, 25)}),
     "transform": ("y ~ np.log(age) + educ", {"y": (0.5, 20), "age": (16, 100),
                                              "educ": (0, 25)}),
     "interaction": ("y ~ age * educ", {"y": (0.5, 20), "age": (16, 100), "educ": (0, 25)}),
+    "square": ("y ~ age + I(age ** 2) + educ", {"y": (0.5, 20), "age": (16, 100),
+                                                "educ": (0, 25)}),
     "categorical": ("y ~ age + C(g)", {"y": (0.5, 20), "age": (16, 100)}),
     "response": ("np.log(y) ~ age + educ", {"y": (0.5, 20), "age": (16, 100),
                                             "educ": (0, 25)}),
@@ -333,7 +336,7 @@ def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
     LDP-SGD, SSP), the four families, Mallows weights or none, the three conditionings and
-    the five bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
+    the six bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
     transform; SSP fits the linear family without weights.
 
@@ -370,6 +373,8 @@ GRID_SAMPLE = [
     ("ldp_sgd", None, "logistic", None, "none", "categorical"),
     ("ssp", None, "linear", None, "none", "interaction"),
     ("ssp", None, "linear", None, "bounds", "response"),
+    ("dpsgd", "uniform", "huber", "mallows", "private", "square"),
+    ("ssp", None, "linear", None, "bounds", "square"),
 ]
 
 
