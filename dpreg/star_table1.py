@@ -79,7 +79,8 @@ def spread(data, *, mu: float, seed: int, runs: int) -> str:
         res = dpreg.dp_ols(STAR_FORMULA, data, mu=mu, bounds=STAR_BOUNDS, levels=STAR_LEVELS,
                            random_state=seed + r)
         for var in ("ssp", "sfp", "sfsp"):
-            rows.append({"Variable": var, "Estimate": res.params[var], "Plug-in s.e.": res.bse_by("plugin")[var],
+            rows.append({"Variable": var, "Estimate": res.params[var],
+                         "Plug-in s.e.": res.bse_by("plugin")[var],
                          "Plug-in p": res.pvalues_by("plugin")[var],
                          "RS p": res.pvalues_by("rs")[var]})
     frame = pd.DataFrame(rows).groupby("Variable", sort=False).agg(["mean", "std"])
