@@ -302,7 +302,8 @@ class DPRegression:
             "score": 0.1}``; ``{"path": 1.0}`` spends nothing on plug-in matrices
             (random scaling without finite-sample correction). SSP: shares for
             ``"gram"``, ``"xty"``, ``"yty"`` (and ``"meat"``), default
-            ``{"gram": 0.39, "xty": 0.56, "yty": 0.05}``.
+            ``{"gram": 0.39, "xty": 0.56, "yty": 0.05}``. With ``ranges="private"``
+            also ``"ranges"``, the shares of all releases summing to 1.
         random_state : int or numpy.random.Generator, optional
             Seed of the privacy noise, for reproducing a run on the same data. If
             omitted, fresh OS entropy is used and nothing is stored or printed (the safe
@@ -348,6 +349,13 @@ class DPRegression:
             (a second-moment release would be central).
             ``clip``, ``lr`` and ``x_bound`` refer to the coordinates the engine works
             in.
+        ranges : {"declared", "private"}
+            The boxes the rows are clipped to and every sensitivity is calibrated to.
+            ``"declared"`` (default): the declared ``bounds``. ``"private"``: ranges
+            learned inside them first, by noisy histograms of the bounded numeric
+            columns on a public grid (a ledger row; ``budget_split["ranges"]`` of the
+            budget, default 5%), then the design rebuilt with them as its bounds (see
+            the user guide's "Private ranges"). Central engines only.
 
         Returns
         -------
