@@ -7,24 +7,94 @@ fit (:mod:`dpreg.fits`) plans, calibrates, records, runs and builds the results.
 
 from __future__ import annotations
 
+import dataclasses
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
 
 from dpreg.conditioning import Conditioning, default_conditioning
-from dpreg.design import Design, check_identified, check_public_size, design_from_arrays
-from dpreg.exceptions import OptionError
+from dpreg.design import (
+    Design,
+    check_bounds,
+    check_identified,
+    check_public_size,
+    design_from_arrays,
+)
+from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
-from dpreg.fits.common import Problem, leak
+from dpreg.fits.common import Problem, leak, ranges_rng
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
-from dpreg.formula import build_design, capture_env
+from dpreg.formula import build_design, capture_env, column_kinds
 from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
+from dpreg.privacy.ranges import (
+    DEFAULT_BINS,
+    RANGES_EVENT,
+    THRESHOLD,
+    calibrate_ranges_event,
+    release_ranges,
+)
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
 
 __all__ = ["DPRegression"]
+
+
+class _FormulaRows:
+    """Where a formula model's rows are, to learn private ranges and rebuild the design
+    with them (``ranges="private"``): the formula, the DataFrame (held by the model,
+    never by its results) and the model options it was built with."""
+
+    def __init__(self, formula, data, *, missing, bounds, levels, env, binary_outcome):
+        self.formula, self.data, self.missing = formula, data, missing
+        self.bounds = dict(check_bounds(bounds))
+        self.levels, self.env, self.binary_outcome = levels, env, binary_outcome
+
+    def range_columns(self, design: Design) -> dict[str, tuple[np.ndarray, tuple]]:
+        """``{column: (values of the design's rows, declared box)}`` of the numeric data
+        columns the formula uses that have declared bounds, in the data's order."""
+        kinds = column_kinds(self.formula, self.data)
+        keep = slice(None) if design.missing_rows is None else ~design.missing_rows
+        out = {}
+        for col, kind in kinds.items():
+            if kind == "numeric" and col in self.bounds:
+                values = self.data[col].to_numpy(dtype=float, na_value=np.nan)[keep]
+                out[str(col)] = (values, self.bounds[col])
+        return out
+
+    def rebuild(self, ranges: Mapping[str, tuple[float, float]]) -> Design:
+        """The design with ``ranges`` as the declared bounds of their columns."""
+        return build_design(self.formula, self.data, missing=self.missing,
+                            bounds={**self.bounds, **ranges}, levels=self.levels,
+                            eval_env=self.env, binary_outcome=self.binary_outcome)
+
+
+class _ArrayRows:
+    """The rows of a model built from arrays, for ``ranges="private"`` (see
+    :class:`_FormulaRows`): the columns are the design's own."""
+
+    def __init__(self, endog, exog, *, missing, bounds, intercept):
+        self.endog, self.exog, self.missing = endog, exog, missing
+        self.bounds = dict(check_bounds(bounds))
+        self.intercept = intercept
+
+    def range_columns(self, design: Design) -> dict[str, tuple[np.ndarray, tuple]]:
+        """``{column: (values, declared box)}`` of the outcome and the design columns
+        with declared bounds (the intercept excepted), in the design's order."""
+        out = {}
+        if design.endog_name in self.bounds:
+            out[design.endog_name] = (design.endog, self.bounds[design.endog_name])
+        for j, name in enumerate(design.exog_names):
+            if name in self.bounds and name not in ("const", "Intercept"):
+                out[name] = (design.exog[:, j], self.bounds[name])
+        return out
+
+    def rebuild(self, ranges: Mapping[str, tuple[float, float]]) -> Design:
+        """The design with ``ranges`` as the declared bounds of their columns."""
+        return design_from_arrays(self.endog, self.exog, missing=self.missing,
+                                  bounds={**self.bounds, **ranges}, intercept=self.intercept)
 
 
 class DPRegression:
@@ -72,6 +142,8 @@ class DPRegression:
         constants = family_constants(family, c, tau, weights)
         self._set_up(design_from_arrays(endog, exog, missing=missing, bounds=bounds,
                                         intercept=intercept), family, constants)
+        self._source = _ArrayRows(endog, exog, missing=missing, bounds=bounds,
+                                  intercept=intercept)
 
     @classmethod
     def _from_design(cls, design: Design, *, family: str | Family = "linear",
@@ -86,6 +158,7 @@ class DPRegression:
 
     def _set_up(self, design: Design, family: Family, constants) -> None:
         self._rows = None  # where the rows are when not in the design (a Dask frame)
+        self._source = None  # how to rebuild the design with other bounds (ranges=)
         self.family = family
         self.c, self.tau, self.mallows = constants
         self.design = design
@@ -147,10 +220,14 @@ class DPRegression:
                                      weights=weights)
             model._rows = rows
             return model
+        env = capture_env(eval_env + 1)
+        binary = family_obj.name == "logistic"
         design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
-                              eval_env=eval_env + 1,
-                              binary_outcome=family_obj.name == "logistic")
-        return cls._from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
+                              eval_env=env, binary_outcome=binary)
+        model = cls._from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
+        model._source = _FormulaRows(formula, data, missing=missing, bounds=bounds,
+                                     levels=levels, env=env, binary_outcome=binary)
+        return model
 
     @property
     def problem(self) -> Problem:
@@ -225,7 +302,8 @@ class DPRegression:
             "score": 0.1}``; ``{"path": 1.0}`` spends nothing on plug-in matrices
             (random scaling without finite-sample correction). SSP: shares for
             ``"gram"``, ``"xty"``, ``"yty"`` (and ``"meat"``), default
-            ``{"gram": 0.39, "xty": 0.56, "yty": 0.05}``.
+            ``{"gram": 0.39, "xty": 0.56, "yty": 0.05}``. With ``ranges="private"``
+            also ``"ranges"``, the shares of all releases summing to 1.
         random_state : int or numpy.random.Generator, optional
             Seed of the privacy noise, for reproducing a run on the same data. If
             omitted, fresh OS entropy is used and nothing is stored or printed (the safe
@@ -271,6 +349,13 @@ class DPRegression:
             (a second-moment release would be central).
             ``clip``, ``lr`` and ``x_bound`` refer to the coordinates the engine works
             in.
+        ranges : {"declared", "private"}
+            The boxes the rows are clipped to and every sensitivity is calibrated to.
+            ``"declared"`` (default): the declared ``bounds``. ``"private"``: ranges
+            learned inside them first, by noisy histograms of the bounded numeric
+            columns on a public grid (a ledger row; ``budget_split["ranges"]`` of the
+            budget, default 5%), then the design rebuilt with them as its bounds (see
+            the user guide's "Private ranges"). Central engines only.
 
         Returns
         -------
@@ -323,9 +408,65 @@ class DPRegression:
         if opts.diagnostics:
             leak("diagnostics=True attaches the count of clipped gradients, a "
                  "non-private statistic of the data", opts.strict)
-        res = ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
+        if opts.ranges == "private":
+            res = self._fit_private_ranges(opts, request, frozenset(options))
+        else:
+            res = ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
         if auto_reason is not None:
             res.notes = res.notes + (auto_reason,)
+        return res
+
+    def _fit_private_ranges(self, opts, request: PrivacyRequest, given: frozenset):
+        """``ranges="private"``: learn each bounded column's range inside its declared box
+        by noisy histograms (:mod:`dpreg.privacy.ranges`, the ledger's first row),
+        rebuild the design with the learned ranges as its bounds, and fit it with the
+        engine's mechanisms calibrated to what the histograms leave of the budget."""
+        engine = ENGINES[opts.engine]
+        if engine.events is None:  # pragma: no cover - a local engine refuses in its options
+            raise OptionError(f"ranges='private' is a central release; engine="
+                              f"{opts.engine!r} cannot use it")
+        if self._rows is not None:
+            raise OptionError("ranges='private' counts the rows in memory; the rows are in a "
+                              "Dask DataFrame: pass a pandas DataFrame, or declare tight "
+                              "bounds")
+        if self._source is None:
+            raise OptionError("ranges='private' rebuilds the design with the learned ranges: "
+                              "build the model with DPRegression(endog, exog, bounds=...) or "
+                              "from a formula and a pandas DataFrame (dp_ols, from_formula)")
+        columns = self._source.range_columns(self.design)
+        if not columns:
+            raise OptionError("ranges='private' learns the ranges of the numeric columns with "
+                              "declared bounds, inside those bounds; no column of the model "
+                              "has any: declare bounds={column: (lower, upper)}")
+        with warnings.catch_warnings():  # the engine's own fit repeats any such warning
+            warnings.simplefilter("ignore", PrivacyLeakWarning)
+            build = engine.events(self.problem, opts)
+        adjacency = build(1.0)[0].adjacency
+        try:
+            event = calibrate_ranges_event(request, build, len(columns), opts.ranges_share,
+                                           adjacency, DEFAULT_BINS)
+        except BudgetExceededError as err:
+            raise BudgetExceededError(f"the budget {request.describe()} is too small to "
+                                      f"learn the ranges and fit: {err}") from None
+        release = release_ranges(columns, event, ranges_rng(opts.random_state), DEFAULT_BINS)
+        model = DPRegression.__new__(DPRegression)
+        model._set_up(self._source.rebuild(release.ranges), self.family,
+                      (self.c, self.tau, self.mallows))
+        problem = dataclasses.replace(model.problem, prior=(event,))
+        res = engine.fit(problem, opts, request, given)
+        res.settings = res.settings.with_setting(
+            "ranges", "learned privately: " + release.describe())
+        kept = (f" The noise swamped the counts of {list(release.kept)}: their declared "
+                "boxes were kept." if release.kept else "")
+        res.notes = res.notes + (
+            f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
+            f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "
+            f"declared boxes (ledger row {RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
+            f"per bin, {opts.ranges_share:.3g} of the budget), each range the bins between "
+            f"the points where the counts above {THRESHOLD:g} noise sd, cumulated from either "
+            f"end, exceed {release.tail:.3g} rows, and a guard bin beyond each (snapped "
+            "outward to the grid); the engine's settings and noise follow from these "
+            f"ranges as if declared.{kept}",)
         return res
 
     def _resolve_auto(self, options: dict) -> tuple[dict, str]:

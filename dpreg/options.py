@@ -19,15 +19,19 @@ import numpy as np
 
 from dpreg._checks import integer_at_least, one_of, positive_number
 from dpreg.exceptions import OptionError
+from dpreg.privacy.ranges import DEFAULT_RANGES_SHARE
 from dpreg.privacy.request import split_budget
 
 __all__ = ["CommonOptions", "PathOptions", "MODEL_OPTIONS", "DEFAULT_BUDGET_SPLIT",
-           "CONDITIONS", "checked_split", "plugin_split", "check_lr_decay"]
+           "CONDITIONS", "RANGES", "checked_split", "plugin_split", "check_lr_decay"]
 
 #: ``condition=``: map bounded numeric columns into [-1, 1] and precondition DP-SGD and
 #: DP-GD with a private second-moment matrix (``"private"``, default), the public map only
 #: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.conditioning`.
 CONDITIONS = ("private", "bounds", "none")
+#: ``ranges=``: the numeric columns' boxes as declared (``"declared"``, default), or
+#: learned privately inside them first (``"private"``; :mod:`dpreg.privacy.ranges`).
+RANGES = ("declared", "private")
 MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
                  "eval_env")
 #: Shares of mu^2 (GDP) or rho (zCDP). The Hessian gets a large share because its noise
@@ -59,8 +63,11 @@ class CommonOptions:
     strict: bool = False
     diagnostics: bool = False
     condition: str = "private"
+    ranges: str = "declared"
 
     def __post_init__(self):
+        one_of("ranges", self.ranges, RANGES)
+        self._check_ranges()
         allowed = self.cov_types
         if self.cov_type is None:
             object.__setattr__(self, "cov_type", allowed[0])
@@ -79,6 +86,60 @@ class CommonOptions:
                               f"{type(rs).__name__}")
         if isinstance(rs, numbers.Integral) and rs < 0:
             raise OptionError(f"random_state must be non-negative, got {rs}")
+
+
+    @property
+    def ranges_share(self) -> float:
+        """The share of the budget (of ``mu^2``, or ``rho``) that buys the private
+        ranges: 0 with ``ranges="declared"``, ``budget_split["ranges"]`` if given, else
+        :data:`~dpreg.privacy.ranges.DEFAULT_RANGES_SHARE`."""
+        if self.ranges == "declared":
+            return 0.0
+        split = getattr(self, "budget_split", None)
+        if split is None:
+            return DEFAULT_RANGES_SHARE
+        return self._ranges_split()[0]
+
+    def engine_split(self) -> dict[str, float] | None:
+        """The given ``budget_split`` without ``"ranges"``, its shares rescaled to sum to
+        1 (the engine's shares of what the ranges leave), or ``None`` if none was given.
+        """
+        split = getattr(self, "budget_split", None)
+        if split is None or not isinstance(split, Mapping) or "ranges" not in split:
+            return split
+        return self._ranges_split()[1]
+
+    def _ranges_split(self) -> tuple[float, dict[str, float]]:
+        split = self.budget_split
+        w = split["ranges"]
+        if isinstance(w, bool) or not isinstance(w, numbers.Real) or not 0 < w < 1:
+            raise OptionError(f"budget_split['ranges'] must be in (0, 1), got {w!r}")
+        if not any(k != "ranges" for k in split):
+            raise OptionError("budget_split must give the engine's releases a share besides "
+                              "'ranges'")
+        # positive shares summing to 1 (a share of exactly 0 drops its release)
+        full = split_budget({k: v for k, v in split.items()
+                             if not (isinstance(v, numbers.Real) and v == 0)})
+        share = full["ranges"]
+        return share, {k: v / (1.0 - share) for k, v in full.items() if k != "ranges"}
+
+    def _check_ranges(self) -> None:
+        """``ranges`` and ``budget_split["ranges"]`` agree: with ``ranges="private"`` a
+        given split names the ranges' share (all shares summing to 1); with
+        ``"declared"`` it must not."""
+        split = getattr(self, "budget_split", None)
+        has_key = isinstance(split, Mapping) and "ranges" in split
+        if self.ranges == "declared" and has_key:
+            raise OptionError("budget_split['ranges'] buys the private ranges of "
+                              "ranges='private'; it does not apply to ranges='declared'")
+        if self.ranges == "private" and split is not None:
+            if not has_key:
+                raise OptionError(
+                    "with ranges='private' a budget_split must give 'ranges' its share too "
+                    "(the shares of every release sum to 1), e.g. budget_split={'ranges': "
+                    f"{DEFAULT_RANGES_SHARE}, ...}}; or leave budget_split out for the "
+                    "defaults")
+            self._ranges_split()
 
 
 @dataclass(frozen=True)

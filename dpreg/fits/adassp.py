@@ -20,7 +20,7 @@ from dpreg.inference.base import Inference, NormalLaw
 from dpreg.options import CommonOptions
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_adassp", "AdaSSPOptions", "LABEL"]
+__all__ = ["fit_adassp", "AdaSSPOptions", "LABEL", "events_builder"]
 
 LABEL = "AdaSSP"
 
@@ -45,6 +45,34 @@ def _check_adassp_problem(problem: Problem) -> None:
         raise OptionError(f"engine='adassp' needs public bounds on the outcome "
                           f"{problem.design.endog_name!r} (|y| <= y_bound): declare "
                           "bounds={column: (lower, upper)}")
+
+
+def _plan(problem: Problem, opts: AdaSSPOptions):
+    """Public settings and the bounds of the releases (public quantities only)."""
+    pub = problem.public_settings(opts)
+    lo, hi = problem.design.endog_bounds
+    return pub, AdaSSPSettings(x_bound=float(pub.x_bound),
+                               y_bound=float(max(abs(lo), abs(hi))))
+
+
+def events_builder(problem: Problem, opts: AdaSSPOptions):
+    """The builder ``mu_scale -> events`` of the fit's releases (public quantities only;
+    see :mod:`dpreg.privacy.calibration`).
+
+    Parameters
+    ----------
+    problem : dpreg.fits.common.Problem
+        The design and objective (checked as :func:`fit_adassp` checks them).
+    opts : AdaSSPOptions
+        Validated options.
+
+    Returns
+    -------
+    callable
+    """
+    _check_adassp_problem(problem)
+    settings = _plan(problem, opts)[1]
+    return lambda scale: adassp_events(settings, scale)
 
 
 def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
@@ -81,12 +109,11 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     _check_adassp_problem(problem)
     design = problem.design
     n = design.nobs
-    pub = problem.public_settings(opts)
-    lo, hi = design.endog_bounds
-    settings = AdaSSPSettings(x_bound=float(pub.x_bound), y_bound=float(max(abs(lo), abs(hi))))
+    pub, settings = _plan(problem, opts)
     events, ledger = calibrate_and_record(
         request, lambda s: adassp_events(settings, s), n,
-        f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
+        f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}",
+        prior=problem.prior)
     rng = np.random.default_rng(pub.seed)
     out = adassp_estimate(design.exog, design.endog, settings, events, rng)
     cov, raised = adassp_covariance(out, events)

@@ -45,7 +45,7 @@ from dpreg.results import DPRegressionResults, Settings
 __all__ = ["Problem", "Public", "FitRecord", "NonPrivateDiagnostics", "build_results",
            "PRECONDITIONER",
            "MAX_NOISE_MULTIPLIER", "leak", "calibrate_and_record", "report_delta",
-           "spawn_rngs", "seed_text", "format_vector"]
+           "spawn_rngs", "ranges_rng", "seed_text", "format_vector"]
 
 #: Ledger name of the private second-moment matrix behind DP-SGD's and DP-GD's
 #: preconditioner (``condition="private"``).
@@ -84,12 +84,18 @@ class Problem:
 
     ``rows`` is ``None`` when the rows are the design's arrays; otherwise it says where
     they are (a Dask frame: :class:`dpreg.fits.ssp_dask.DaskRows`, whose design has no
-    rows), and only an engine that reads rows through it (``"ssp"``) can fit."""
+    rows), and only an engine that reads rows through it (``"ssp"``) can fit.
+
+    ``prior`` holds the mechanisms already released for this fit, before the engine's
+    (the histograms of ``ranges="private"``, whose ranges are the design's bounds):
+    :func:`calibrate_and_record` records them first and calibrates the engine's
+    mechanisms to what they leave of the request."""
 
     design: Design
     objective: Objective
     conditioning: Conditioning
     rows: Any = None
+    prior: tuple = ()
 
     @property
     def exog_names(self) -> list[str]:
@@ -293,17 +299,36 @@ class Problem:
         return P, lr, why
 
 
-def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str):
+def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str,
+                         prior: tuple = ()):
     """Calibrate ``build``'s events to ``request`` and record them in a new ledger,
     before any data is touched; refuse budgets too small to calibrate or to carry any
     information (noise multiplier above :data:`MAX_NOISE_MULTIPLIER`).
 
-    Returns ``(events, ledger)``; ``what`` describes the fit in error messages.
+    ``prior`` holds mechanisms already released for this fit (the private ranges of
+    ``ranges="private"``, :attr:`Problem.prior`): they are recorded first, and ``build``'s
+    events get what they leave of the request (a mu request: ``sqrt(mu^2 - sum mu_i^2)``
+    exactly; other units: the scale at which ``prior`` and ``build``'s events together
+    meet it under the request's accountant).
+
+    Returns ``(events, ledger)`` with ``events`` the engine's only (in ``build``'s
+    order); ``what`` describes the fit in error messages.
     """
+    prior = tuple(prior)
     try:
-        events = calibrate_to_budget(request, build)
+        if not prior:
+            events = calibrate_to_budget(request, build)
+        elif request.unit == "mu":
+            left = request.value ** 2 - math.fsum(e.mu() ** 2 for e in prior)
+            if not left > 0:
+                raise BudgetExceededError("the earlier releases spend the whole budget")
+            events = calibrate_to_budget(PrivacyRequest.from_options(mu=math.sqrt(left)),
+                                         build)
+        else:
+            events = calibrate_to_budget(
+                request, lambda scale: [*prior, *build(scale)])[len(prior):]
         ledger = Ledger(request, delta=request.delta or report_delta(n))
-        for event in events:
+        for event in (*prior, *events):
             ledger.record(event)
     except BudgetExceededError as err:
         raise BudgetExceededError(
@@ -328,6 +353,25 @@ def spawn_rngs(seed, k: int) -> list[np.random.Generator]:
     of a spawn are keyed by their index, so adding a stream at the end leaves the first
     ones unchanged."""
     return np.random.default_rng(seed).spawn(k)
+
+
+#: Spawn key of the private ranges' noise (``ranges="private"``): far beyond the few
+#: streams an engine spawns from the same seed with :func:`spawn_rngs`.
+RANGES_STREAM = 1000
+
+
+def ranges_rng(seed) -> np.random.Generator:
+    """The generator of the private ranges' noise, independent of the engine's streams
+    (:func:`spawn_rngs` of the same ``seed``): a child with key :data:`RANGES_STREAM` of
+    an integer seed or SeedSequence, a spawned child of a Generator, or fresh OS entropy
+    for ``None``."""
+    if seed is None:
+        return np.random.default_rng()
+    if isinstance(seed, np.random.Generator):
+        return seed.spawn(1)[0]
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return np.random.default_rng(np.random.SeedSequence(
+        seq.entropy, spawn_key=(*seq.spawn_key, RANGES_STREAM)))
 
 
 def seed_text(random_state) -> str:

@@ -47,7 +47,8 @@ from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_dpgd", "DPGDOptions", "LABEL", "TARGET_NOTE", "DPGD_SPLIT_KEYS"]
+__all__ = ["fit_dpgd", "DPGDOptions", "LABEL", "TARGET_NOTE", "DPGD_SPLIT_KEYS",
+           "events_builder"]
 
 LABEL = "DP-GD"
 
@@ -122,11 +123,11 @@ class DPGDOptions(PathOptions):
         preconditioner with ``condition="private"``; ``"clip_share"`` buys the private
         share of clipped gradients."""
         preconditioned = self.condition == "private"
-        if self.budget_split is None:
+        if self.engine_split() is None:
             return dict(PRECONDITIONED_GD_SPLIT) if preconditioned else {"path": 1.0}
         keys = DPGD_SPLIT_KEYS if preconditioned else tuple(k for k in DPGD_SPLIT_KEYS
                                                              if k != "precondition")
-        return checked_split(self.budget_split, keys, {"path": 0.95, "clip_share": 0.05})
+        return checked_split(self.engine_split(), keys, {"path": 0.95, "clip_share": 0.05})
 
 
 def _resolve_steps(opts, lr: float) -> tuple[int, list[str]]:
@@ -163,6 +164,76 @@ def _check_layout(opts, steps: int) -> int:
         raise OptionError(f"upa_k = {opts.upa_k} exceeds the {post} iterates after burn_in "
                           f"= {opts.burn_in}")
     return opts.upa_k if opts.upa_k is not None else default_k
+
+
+def _plan(problem: Problem, opts: DPGDOptions):
+    """The public plan of a fit (public quantities only): coordinates, settings, split,
+    step size, steps and their reasons, the default ``upa_k``, and the builder of its
+    mechanisms."""
+    n, p = problem.design.nobs, problem.design.k_exog
+    # the public map of the columns into [-1, 1], then (condition="private") the private
+    # preconditioner P = G~^{-1}, as for DP-SGD: the public map leaves correlated columns
+    # (a product beside its main effects) mixing slowly; mapped back exactly below
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond, full_batch=True)
+    split = opts.split()
+    if "precondition" in split:
+        # the step of a preconditioned full batch: m = n in lr_scale / (hess_bound (1 + p/m))
+        pub = dataclasses.replace(pub, batch_size=n)
+    runs = int(opts.runs)
+    lr = pub.lr
+    curved = problem.objective.family.lr_scale < 1.0
+    if "precondition" in split and opts.lr is None:
+        obj = problem.objective
+        lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / n))
+        lr *= CURVED_GD_STEP if curved else 1.0
+    steps, reasons = _resolve_steps(opts, lr)
+    if opts.lr is None and "precondition" not in split:
+        reasons.insert(0, f"lr = {pub.lr:.4g}: {problem.objective.family.lr_scale:g} / "
+                          "(hess_bound * x_bound^2), so that lr * lambda_max(Z'Z/n) <= 1 "
+                          "from public bounds alone on the conditioned columns (the "
+                          "paper's lr = 1/3 suits standardized covariates; pass lr=).")
+    upa_k = _check_layout(opts, steps)
+    sens = 2.0 * pub.clip / n
+
+    def build(mu_scale: float) -> list[GaussianMechanismEvent]:
+        mu_run = mu_scale * math.sqrt(split["path"] / runs)
+        events = [GaussianMechanismEvent(
+            name=PATH if runs == 1 else f"DP-GD run {r + 1}/{runs}", sensitivity=sens,
+            noise_std=math.sqrt(steps) * sens / mu_run, adjacency="replace-one",
+            count=steps) for r in range(runs)]
+        if "precondition" in split:
+            sens_g = problem.matrix_sensitivity("G", pub, n)  # replace-one
+            mu_g = mu_scale * math.sqrt(split["precondition"])
+            events.append(GaussianMechanismEvent(name=PRECONDITIONER, sensitivity=sens_g,
+                                                 noise_std=sens_g / mu_g,
+                                                 adjacency="replace-one"))
+        if "clip_share" in split:
+            mu_c = mu_scale * math.sqrt(split["clip_share"])
+            events.append(GaussianMechanismEvent(name=CLIP_SHARE, sensitivity=1.0 / n,
+                                                 noise_std=1.0 / (n * mu_c),
+                                                 adjacency="replace-one"))
+        return events
+
+    return cond, pub, split, lr, curved, steps, reasons, upa_k, build
+
+
+def events_builder(problem: Problem, opts: DPGDOptions):
+    """The builder ``mu_scale -> events`` of the fit's mechanisms (public quantities
+    only; see :mod:`dpreg.privacy.calibration`).
+
+    Parameters
+    ----------
+    problem : dpreg.fits.common.Problem
+        The design and objective.
+    opts : DPGDOptions
+        Validated options.
+
+    Returns
+    -------
+    callable
+    """
+    return _plan(problem, opts)[-1]
 
 
 def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
@@ -215,54 +286,12 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
     ``diagnostics=True``. By default no budget is spent on it and it is not shown.
     """
     design = problem.design
-    n, p = design.nobs, design.k_exog
-    # the public map of the columns into [-1, 1], then (condition="private") the private
-    # preconditioner P = G~^{-1}, as for DP-SGD: the public map leaves correlated columns
-    # (a product beside its main effects) mixing slowly; mapped back exactly below
-    cond = problem.coordinates(opts.condition)
-    pub = problem.public_settings(opts, cond, full_batch=True)
-    split = opts.split()
+    n = design.nobs
+    cond, pub, split, lr, curved, steps, reasons, upa_k, build = _plan(problem, opts)
     precond = None
-    if "precondition" in split:
-        # the step of a preconditioned full batch: m = n in lr_scale / (hess_bound (1 + p/m))
-        pub = dataclasses.replace(pub, batch_size=n)
     runs, m, burn_in = int(opts.runs), int(opts.n_estimates), int(opts.burn_in)
-    lr = pub.lr
-    curved = problem.objective.family.lr_scale < 1.0
-    if "precondition" in split and opts.lr is None:
-        obj = problem.objective
-        lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / n))
-        lr *= CURVED_GD_STEP if curved else 1.0
-    steps, reasons = _resolve_steps(opts, lr)
-    if opts.lr is None and "precondition" not in split:
-        reasons.insert(0, f"lr = {pub.lr:.4g}: {problem.objective.family.lr_scale:g} / "
-                          "(hess_bound * x_bound^2), so that lr * lambda_max(Z'Z/n) <= 1 "
-                          "from public bounds alone on the conditioned columns (the "
-                          "paper's lr = 1/3 suits standardized covariates; pass lr=).")
-    upa_k = _check_layout(opts, steps)
-    sens = 2.0 * pub.clip / n
-
-    def build(mu_scale: float) -> list[GaussianMechanismEvent]:
-        mu_run = mu_scale * math.sqrt(split["path"] / runs)
-        events = [GaussianMechanismEvent(
-            name=PATH if runs == 1 else f"DP-GD run {r + 1}/{runs}", sensitivity=sens,
-            noise_std=math.sqrt(steps) * sens / mu_run, adjacency="replace-one",
-            count=steps) for r in range(runs)]
-        if "precondition" in split:
-            sens_g = problem.matrix_sensitivity("G", pub, n)  # replace-one
-            mu_g = mu_scale * math.sqrt(split["precondition"])
-            events.append(GaussianMechanismEvent(name=PRECONDITIONER, sensitivity=sens_g,
-                                                 noise_std=sens_g / mu_g,
-                                                 adjacency="replace-one"))
-        if "clip_share" in split:
-            mu_c = mu_scale * math.sqrt(split["clip_share"])
-            events.append(GaussianMechanismEvent(name=CLIP_SHARE, sensitivity=1.0 / n,
-                                                 noise_std=1.0 / (n * mu_c),
-                                                 adjacency="replace-one"))
-        return events
-
     events, ledger = calibrate_and_record(
-        request, build, n, f"n = {n}, steps = {steps}, runs = {runs}")
+        request, build, n, f"n = {n}, steps = {steps}, runs = {runs}", prior=problem.prior)
     noise_std = events[0].noise_std
     # a third child for the preconditioner: the first two streams are those of a fit
     # without it (children of a spawn are keyed by their index)

@@ -50,7 +50,8 @@ from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_dpsgd", "DPSGDOptions", "LABEL", "PATH", "HESSIAN", "SCORE",
-           "PRECONDITIONED_SPLIT", "SAMPLINGS"]
+           "PRECONDITIONED_SPLIT", "SAMPLINGS",
+           "events_builder"]
 
 LABEL = "DP-SGD"
 PATH, HESSIAN, SCORE = "DP-SGD path", "Hessian A", "score covariance S"
@@ -88,36 +89,17 @@ class DPSGDOptions(PathOptions):
         default, or ``budget_split`` with known keys, a share for the path, and both
         plug-in matrices or neither. A share of exactly 0 drops the mechanism."""
         preconditioned = self.condition == "private"
-        split = self.budget_split
+        split = self.engine_split()
         if split is None:
             split = PRECONDITIONED_SPLIT if preconditioned else DEFAULT_BUDGET_SPLIT
         keys = tuple(PRECONDITIONED_SPLIT) if preconditioned else tuple(DEFAULT_BUDGET_SPLIT)
         return plugin_split(split, keys)
 
 
-def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
-              given=frozenset()) -> DPRegressionResults:
-    """Fit by DP-SGD with plug-in and random-scaling inference.
-
-    Parameters
-    ----------
-    problem : Problem
-        The design and objective.
-    opts : DPSGDOptions
-        Validated options.
-    request : PrivacyRequest
-        The total budget.
-    given : frozenset of str
-        The options the user gave (a default ``cov_type`` may switch to random scaling
-        when the plug-in is decided by the private Hessian's eigenvalue floor).
-
-    Returns
-    -------
-    DPRegressionResults
-        See :meth:`dpreg.DPRegression.fit`.
-    """
-    design = problem.design
-    n = design.nobs
+def _plan(problem: Problem, opts: DPSGDOptions):
+    """The public plan of a fit: its coordinates, public settings, budget split,
+    adjacency, and the builder of its mechanisms (from public quantities only)."""
+    n = problem.design.nobs
     cond = problem.coordinates(opts.condition)
     pub = problem.public_settings(opts, cond)
     split = opts.split()
@@ -151,8 +133,54 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                     adjacency=adjacency))
         return events
 
+    return cond, pub, split, adjacency, build
+
+
+def events_builder(problem: Problem, opts: DPSGDOptions):
+    """The builder ``mu_scale -> events`` of the fit's mechanisms (public quantities
+    only; see :mod:`dpreg.privacy.calibration`).
+
+    Parameters
+    ----------
+    problem : Problem
+        The design and objective.
+    opts : DPSGDOptions
+        Validated options.
+
+    Returns
+    -------
+    callable
+    """
+    return _plan(problem, opts)[-1]
+
+
+def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
+              given=frozenset()) -> DPRegressionResults:
+    """Fit by DP-SGD with plug-in and random-scaling inference.
+
+    Parameters
+    ----------
+    problem : Problem
+        The design and objective.
+    opts : DPSGDOptions
+        Validated options.
+    request : PrivacyRequest
+        The total budget.
+    given : frozenset of str
+        The options the user gave (a default ``cov_type`` may switch to random scaling
+        when the plug-in is decided by the private Hessian's eigenvalue floor).
+
+    Returns
+    -------
+    DPRegressionResults
+        See :meth:`dpreg.DPRegression.fit`.
+    """
+    design = problem.design
+    n = design.nobs
+    cond, pub, split, adjacency, build = _plan(problem, opts)
     events, ledger = calibrate_and_record(
-        request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}")
+        request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}",
+        prior=problem.prior)
     by_name = {e.name: e for e in events}
     path = by_name[PATH]
     rng_path, rng_matrix = spawn_rngs(pub.seed, 2)  # None: OS entropy

@@ -81,6 +81,13 @@ class LDPOptions(PathOptions):
 
     def __post_init__(self):
         super().__post_init__()
+        if self.ranges != "declared":
+            raise OptionError(
+                f"ranges={self.ranges!r} does not apply to engine='ldp_sgd': the private "
+                "ranges are a central release (a curator counts every row into noisy "
+                "histograms), while under local DP no one but the row's owner sees it; a "
+                "local protocol for ranges is future work. Declare tight public bounds, or "
+                "use a central engine ('dpsgd', 'dpgd', 'ssp', 'adassp')")
         if self.n_batches is not None:
             integer_at_least("n_batches", self.n_batches)
             if self.n_batches < 2:

@@ -31,11 +31,16 @@ class Engine:
         Its options record (a :class:`~dpreg.options.CommonOptions` subclass).
     label : str
         The name in summaries.
+    events : callable, optional
+        ``events(problem, opts) -> builder``: the builder ``mu_scale -> events`` of a
+        central engine's mechanisms, from public quantities only (it prices the fit
+        before the data are read, for ``ranges="private"``); ``None`` for a local engine.
     """
 
     fit: Callable
     options: type[CommonOptions]
     label: str
+    events: Callable | None = None
 
     @property
     def cov_types(self) -> tuple[str, ...]:
@@ -44,11 +49,12 @@ class Engine:
 
 
 ENGINES: dict[str, Engine] = {
-    "dpsgd": Engine(dpsgd.fit_dpsgd, dpsgd.DPSGDOptions, dpsgd.LABEL),
+    "dpsgd": Engine(dpsgd.fit_dpsgd, dpsgd.DPSGDOptions, dpsgd.LABEL, dpsgd.events_builder),
     "ldp_sgd": Engine(ldp_sgd.fit_ldp_sgd, ldp_sgd.LDPOptions, ldp_sgd.LABEL),
-    "dpgd": Engine(dpgd.fit_dpgd, dpgd.DPGDOptions, dpgd.LABEL),
-    "adassp": Engine(adassp.fit_adassp, adassp.AdaSSPOptions, adassp.LABEL),
-    "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL),
+    "dpgd": Engine(dpgd.fit_dpgd, dpgd.DPGDOptions, dpgd.LABEL, dpgd.events_builder),
+    "adassp": Engine(adassp.fit_adassp, adassp.AdaSSPOptions, adassp.LABEL,
+                     adassp.events_builder),
+    "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL, ssp.events_builder),
 }
 
 

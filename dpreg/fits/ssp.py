@@ -62,7 +62,8 @@ from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_ssp", "SSPOptions", "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT", "ArraySource"]
+__all__ = ["fit_ssp", "SSPOptions", "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT", "ArraySource",
+           "events_builder"]
 
 LABEL = "SSP"
 #: Shares of mu^2 of X'X, X'y and y'y (see SSPOptions for the reason).
@@ -154,12 +155,12 @@ class SSPOptions(CommonOptions):
             raise OptionError("cov_type='sandwich' needs the meat, a fourth release: pass "
                               "robust=True (it takes a share of the budget)")
         integer_at_least("n_boot", self.n_boot, 100)
-        object.__setattr__(self, "budget_split", self.split())
+        self.split()  # validated here, read with split() by the fit
 
     def split(self) -> dict[str, float]:
         """The validated shares of ``mu^2`` by release."""
         keys = tuple(k for k in MECHANISMS if k != "meat" or self.robust)
-        given = self.budget_split
+        given = self.engine_split()
         if given is None:
             return dict(ROBUST_SPLIT if self.robust else DEFAULT_SPLIT)
         if not isinstance(given, Mapping) or not given:
@@ -310,6 +311,28 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
     return infs, covs
 
 
+def events_builder(problem: Problem, opts: SSPOptions):
+    """The builder ``mu_scale -> events`` of the fit's releases (public quantities only;
+    see :mod:`dpreg.privacy.calibration`).
+
+    Parameters
+    ----------
+    problem : dpreg.fits.common.Problem
+        The design and objective (checked as :func:`fit_ssp` checks them).
+    opts : SSPOptions
+        Validated options.
+
+    Returns
+    -------
+    callable
+    """
+    _check_ssp_problem(problem)
+    settings, _ = _plan(problem, opts, problem.coordinates(opts.condition))
+    p = problem.design.k_exog
+    split = opts.split()
+    return lambda scale: ssp_events(settings, p, split, scale)
+
+
 def fit_ssp(problem: Problem, opts: SSPOptions, request,
             given=frozenset()) -> DPRegressionResults:
     """Fit linear regression by sufficient-statistics perturbation.
@@ -360,7 +383,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     p = design.k_exog
     cond = problem.coordinates(opts.condition)
     settings, intercept = _plan(problem, opts, cond)
-    split = opts.budget_split
+    split = opts.split()
     what = (f"SSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
 
     def build(scale):
@@ -371,12 +394,14 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     source = (ArraySource(problem, cond) if problem.rows is None
               else problem.rows.ssp_source(problem, cond))
     if source.nobs is not None:
-        events, ledger = calibrate_and_record(request, build, source.nobs, what)
+        events, ledger = calibrate_and_record(request, build, source.nobs, what,
+                                              prior=problem.prior)
         sums = source.sums(settings)
     else:
         calibrate_to_budget(request, build)  # fail before a long pass, not after it
         sums = source.sums(settings)
-        events, ledger = calibrate_and_record(request, build, sums.nobs, what)
+        events, ledger = calibrate_and_record(request, build, sums.nobs, what,
+                                              prior=problem.prior)
     n = int(sums.nobs)
     rng_noise, rng_boot = spawn_rngs(opts.random_state, 2)
     rel = release_sums(sums, events, rng_noise)

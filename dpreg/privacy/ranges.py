@@ -1,0 +1,356 @@
+"""Private ranges: noisy histograms of bounded columns on a public grid, and the
+quantile ranges read off them (``ranges="private"`` of :meth:`dpreg.DPRegression.fit`).
+
+A declared box ``[l, u]`` is public but often loose (codebook bounds, 2-10 times the
+data's range), and every sensitivity of a fit is calibrated to it: the row-norm bound,
+the clip, the conditioning map into ``[-1, 1]``, SSP's ``x_bound`` and ``y_bound``.
+This module spends a small share of the budget to learn a tighter range of each column
+inside its box, by a mechanism the ledger pays for.
+
+Mechanism. The box of each of the ``k`` columns is cut into ``B`` equal bins (the public
+grid, ``B = 128`` by default); each column's histogram of the ``n`` rows (values in the
+box, since the design clips them to it) is released with independent Gaussian noise of
+standard deviation ``sigma`` on every bin. Replacing one row moves one count of each
+column down by 1 and another up by 1: an L2 change of at most ``sqrt(2)`` per column and
+``sqrt(2 k)`` for the ``k`` histograms together. Removing a row, or replacing it by a
+null row (zero-out; a null row falls in no bin), moves one count per column: ``sqrt(k)``.
+The ``k`` histograms are one Gaussian mechanism with that joint sensitivity (one ledger
+row); Gaussian composition is exact, so this is the same privacy as ``k`` releases of
+sensitivity ``sqrt(2)`` with the same noise (``sqrt(k (sqrt 2 / sigma)^2) = sqrt(2 k) /
+sigma``-GDP; Dong, Roth and Su 2022, Cor. 3.3), and the event is a plain
+:class:`~dpreg.privacy.events.GaussianMechanismEvent` that every accountant handles.
+
+Post-processing (free). Counts not above ``2 sigma`` are set to 0 (an empty bin passes
+with probability 2.3% and adds ``sigma phi(2) = 0.054 sigma`` rows on average, where
+clipping at 0 alone would add ``0.4 sigma``: over the tens of empty bins between a loose
+box's edge and the data that drift alone would reach the tail count and leave the range
+near the box). The kept counts are cumulated from each end; the lower end of the range is
+the left edge of the first bin at which the count from below exceeds ``t`` rows, the upper
+end the right edge of the last bin at which the count from above does, each moved one bin
+further out (a guard bin for the sparse tail rows the threshold dropped), so the range is
+snapped outward to the grid and never leaves the box. ``t = min(0.005 n, 0.5 sqrt(n))``
+(:func:`tail_rows`). When the noise swamps the counts (no count exceeds ``t``, or the two
+ends cross) the declared box is kept.
+
+Measured (``validation/private_ranges.py``, a wage equation's log wage, schooling and
+experience, 40 seeds, 5% of mu^2): at n = 1000 and mu = 2 (noise sd 5.5 per bin) the
+learned ranges are 1.0-1.15 times the data's min-max range and clip 1.0-1.3% of the rows
+on average (at most 5% in a seed); at n = 1000, mu = 5 or n = 5000 they clip under 0.5%.
+Without the threshold (clipping at 0 only) the log wage's range stayed 2.2-2.4 times the
+data's (most of its box) at n = 1000.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from dpreg._checks import integer_at_least, number_in
+from dpreg.exceptions import OptionError
+from dpreg.privacy.calibration import calibrate_mu_scale
+from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.request import PrivacyRequest
+
+__all__ = ["DEFAULT_BINS", "DEFAULT_RANGES_SHARE", "THRESHOLD", "GUARD_BINS", "RANGES_EVENT",
+           "RangesRelease",
+           "grid_edges", "column_histogram", "histogram_sensitivity", "tail_rows",
+           "range_from_counts", "ranges_event", "calibrate_ranges_event", "release_ranges"]
+
+#: Equal bins of each declared box. With a box ten times the data's range the data fill
+#: about 6 bins; finer grids resolve more, but spread the tail's rows over more bins
+#: whose counts fall under the threshold (measured: 128 bins clip about twice as many
+#: rows as 64 at n = 1000, mu = 2, for a 10% narrower range).
+DEFAULT_BINS = 64
+#: Counts at or below this many noise standard deviations are taken as 0.
+THRESHOLD = 2.0
+#: Bins added outside each end of the range read off the counts.
+GUARD_BINS = 1
+#: Share of the budget (of mu^2 in GDP, of rho in zCDP) that buys the histograms.
+DEFAULT_RANGES_SHARE = 0.05
+#: Ledger name of the release.
+RANGES_EVENT = "ranges (noisy histograms)"
+
+
+def grid_edges(lower: float, upper: float, bins: int = DEFAULT_BINS) -> np.ndarray:
+    """The public grid of a declared box: ``bins + 1`` equally spaced edges.
+
+    Parameters
+    ----------
+    lower, upper : float
+        The declared box, ``lower < upper``.
+    bins : int
+        Number of bins.
+
+    Returns
+    -------
+    ndarray (bins + 1,)
+        Edges from ``lower`` to ``upper`` exactly (``numpy.linspace`` keeps both ends).
+    """
+    integer_at_least("bins", bins, 2)
+    lower, upper = float(lower), float(upper)
+    if not (math.isfinite(lower) and math.isfinite(upper) and lower < upper):
+        raise OptionError(f"a range grid needs finite bounds with lower < upper; got "
+                          f"({lower!r}, {upper!r})")
+    return np.linspace(lower, upper, bins + 1)
+
+
+def column_histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Counts of ``values`` in the bins of ``edges`` (bins closed on the left, the last
+    also on the right); values outside are first clipped into the box, as the design
+    clips them.
+
+    Parameters
+    ----------
+    values : ndarray (n,)
+        One column of the rows.
+    edges : ndarray (B + 1,)
+        The grid (:func:`grid_edges`).
+
+    Returns
+    -------
+    ndarray (B,)
+        Counts (float64), summing to ``n``.
+    """
+    bins = len(edges) - 1
+    x = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
+    idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
+    return np.bincount(idx, minlength=bins).astype(float)
+
+
+def histogram_sensitivity(k: int, adjacency: str) -> float:
+    """L2 sensitivity of ``k`` histograms released together (module notes).
+
+    Parameters
+    ----------
+    k : int
+        Number of columns.
+    adjacency : str
+        ``"replace-one"`` (two counts per column move by 1: ``sqrt(2 k)``), or
+        ``"add/remove"`` / zero-out (one count per column: ``sqrt(k)``).
+
+    Returns
+    -------
+    float
+    """
+    integer_at_least("k", k)
+    return math.sqrt((2.0 if adjacency == "replace-one" else 1.0) * k)
+
+
+def tail_rows(n: int) -> float:
+    """Rows allowed outside the learned range on each side: ``min(0.005 n, 0.5 sqrt(n))``.
+
+    Parameters
+    ----------
+    n : int
+        Rows of the fit (public).
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    Clipping ``t`` rows of a tail whose excess over the range is ``e`` moves a mean by at
+    most ``t e / n``; with ``t <= 0.5 sqrt(n)`` that is at most half a standard error
+    ``sd / sqrt(n)`` when ``e`` is one standard deviation ``sd``, and the 0.5% cap keeps
+    small samples from clipping more than a sliver of their rows.
+    """
+    integer_at_least("n", n)
+    return min(0.005 * n, 0.5 * math.sqrt(n))
+
+
+def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
+                      noise_std: float) -> tuple[float, float] | None:
+    """The range read off one noisy histogram (post-processing; module notes).
+
+    Parameters
+    ----------
+    noisy : ndarray (B,)
+        Released counts.
+    edges : ndarray (B + 1,)
+        The grid.
+    tail : float
+        Rows allowed outside on each side (:func:`tail_rows`).
+    noise_std : float
+        The noise's standard deviation per bin (public): counts not above
+        :data:`THRESHOLD` times it are taken as 0.
+
+    Returns
+    -------
+    tuple of float or None
+        ``(edges[i - g], edges[j + 1 + g])`` with ``i`` the first bin where the cumulated
+        kept count from below exceeds ``tail``, ``j`` the last where the count from above
+        does, and ``g`` = :data:`GUARD_BINS` (within the grid); ``None`` (keep the
+        declared box) when no bin does or ``i > j``.
+    """
+    noisy = np.asarray(noisy, dtype=float)
+    c = np.where(noisy > THRESHOLD * noise_std, noisy, 0.0)
+    below = np.flatnonzero(np.cumsum(c) > tail)
+    above = np.flatnonzero(np.cumsum(c[::-1]) > tail)
+    if below.size == 0 or above.size == 0:
+        return None
+    i, j = int(below[0]), len(c) - 1 - int(above[0])
+    if i > j:
+        return None
+    i, j = max(i - GUARD_BINS, 0), min(j + GUARD_BINS, len(c) - 1)
+    return float(edges[i]), float(edges[j + 1])
+
+
+def ranges_event(k: int, mu: float, adjacency: str, bins: int = DEFAULT_BINS,
+                 n: int | None = None) -> GaussianMechanismEvent:
+    """The Gaussian mechanism of ``k`` histograms at ``mu``-GDP.
+
+    Parameters
+    ----------
+    k : int
+        Number of columns.
+    mu : float
+        Its GDP parameter (noise ``sqrt(2 k) / mu`` under replace-one).
+    adjacency : str
+        The fit's adjacency (one ledger holds one adjacency).
+    bins : int
+        Bins per column (for the name only).
+    n : int, optional
+        Rows (for the name only).
+
+    Returns
+    -------
+    GaussianMechanismEvent
+    """
+    sens = histogram_sensitivity(k, adjacency)
+    return GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=sens, noise_std=sens / mu,
+                                  adjacency=adjacency)
+
+
+def calibrate_ranges_event(request: PrivacyRequest, engine_build, k: int, share: float,
+                           adjacency: str, bins: int = DEFAULT_BINS) -> GaussianMechanismEvent:
+    """The histograms' event, calibrated with the engine's so that the whole fit meets
+    ``request`` and the histograms get ``share`` of its GDP scale's square.
+
+    Parameters
+    ----------
+    request : PrivacyRequest
+        The fit's total budget.
+    engine_build : callable
+        The engine's builder ``mu_scale -> events`` (:mod:`dpreg.privacy.calibration`).
+        Its events' privacy depends on their noise multipliers, sampling and counts
+        only, not on the bounds their sensitivities come from, so the builder of the
+        model with the declared boxes prices the fit that will run with the learned ones.
+    k : int
+        Number of columns.
+    share : float
+        In (0, 1).
+    adjacency : str
+        The engine's adjacency.
+    bins : int
+        Bins per column.
+
+    Returns
+    -------
+    GaussianMechanismEvent
+
+    Notes
+    -----
+    One scale ``s`` prices both: the histograms at ``s sqrt(share)``, the engine's
+    mechanisms at ``s sqrt(1 - share)`` (their GDP composition is ``s``), ``s`` solved in
+    the request's unit (:func:`dpreg.privacy.calibration.calibrate_mu_scale`). The engine
+    then calibrates again with this event fixed in front of its own
+    (:func:`dpreg.fits.common.calibrate_and_record`), which lands on the same scale and
+    guarantees the total whatever the order of composition (the histograms are released
+    first; the fit's mechanisms are chosen adaptively from them with privacy parameters
+    fixed in advance).
+    """
+    number_in("ranges share", share, 0, 1)
+
+    def joint(scale: float) -> list[GaussianMechanismEvent]:
+        return [ranges_event(k, scale * math.sqrt(share), adjacency, bins),
+                *engine_build(scale * math.sqrt(1.0 - share))]
+
+    return calibrate_mu_scale(request, joint).events[0]
+
+
+@dataclass(frozen=True)
+class RangesRelease:
+    """What the histograms released: the learned ranges (public once released).
+
+    Attributes
+    ----------
+    ranges : dict
+        ``{column: (lower, upper)}`` learned, inside the declared box.
+    declared : dict
+        ``{column: (lower, upper)}`` declared.
+    kept : tuple of str
+        Columns whose declared box was kept (the noise swamped their counts).
+    bins : int
+        Bins per column.
+    tail : float
+        Rows allowed outside each end (:func:`tail_rows`).
+    event : GaussianMechanismEvent
+        The mechanism (its noise is ``event.noise_std`` per bin).
+    """
+
+    ranges: Mapping[str, tuple[float, float]]
+    declared: Mapping[str, tuple[float, float]]
+    kept: tuple[str, ...]
+    bins: int
+    tail: float
+    event: GaussianMechanismEvent
+
+    def describe(self) -> str:
+        """One line: each column's learned range (and its declared box)."""
+        return "; ".join(
+            f"{c} [{lo:.4g}, {hi:.4g}]" + (" (declared kept)" if c in self.kept else
+                                           f" (declared [{self.declared[c][0]:.4g}, "
+                                           f"{self.declared[c][1]:.4g}])")
+            for c, (lo, hi) in self.ranges.items())
+
+
+def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
+                   event: GaussianMechanismEvent, rng: np.random.Generator,
+                   bins: int = DEFAULT_BINS) -> RangesRelease:
+    """Release the histograms of ``columns`` with ``event``'s noise and read the ranges.
+
+    Parameters
+    ----------
+    columns : dict
+        ``{name: (values, (lower, upper))}``: each column's ``n`` values and its declared
+        box, in a fixed public order.
+    event : GaussianMechanismEvent
+        From :func:`calibrate_ranges_event` (its sensitivity must cover ``k`` columns).
+    rng : numpy.random.Generator
+        The noise's stream.
+    bins : int
+        Bins per column.
+
+    Returns
+    -------
+    RangesRelease
+    """
+    k = len(columns)
+    if k == 0:
+        raise OptionError("no columns to learn ranges of")
+    lengths = {len(np.asarray(v)) for v, _ in columns.values()}
+    if len(lengths) != 1:
+        raise OptionError("every column must have the same rows")
+    n = lengths.pop()
+    if event.sensitivity < histogram_sensitivity(k, event.adjacency) * (1 - 1e-12):
+        raise OptionError(f"the event's sensitivity {event.sensitivity:.6g} is below that "
+                          f"of {k} histograms under {event.adjacency} "
+                          f"({histogram_sensitivity(k, event.adjacency):.6g})")
+    tail = tail_rows(max(n, 1))
+    learned, declared, kept = {}, {}, []
+    for name, (values, box) in columns.items():
+        lo, hi = float(box[0]), float(box[1])
+        edges = grid_edges(lo, hi, bins)
+        noisy = column_histogram(values, edges) + rng.normal(0.0, event.noise_std, bins)
+        found = range_from_counts(noisy, edges, tail, event.noise_std)
+        declared[name] = (lo, hi)
+        if found is None:
+            kept.append(name)
+            found = (lo, hi)
+        learned[name] = found
+    return RangesRelease(ranges=learned, declared=declared, kept=tuple(kept), bins=int(bins),
+                         tail=float(tail), event=event)

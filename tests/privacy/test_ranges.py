@@ -1,0 +1,242 @@
+"""Private ranges (``ranges="private"``): the histogram mechanism, its post-processing,
+its price in the ledger, and its wiring into fits."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import norm
+
+import dpreg
+from dpreg.audit.sensitivity import corner_rows
+from dpreg.exceptions import ConvergenceWarning, OptionError
+from dpreg.privacy.ranges import (
+    DEFAULT_BINS,
+    DEFAULT_RANGES_SHARE,
+    RANGES_EVENT,
+    column_histogram,
+    grid_edges,
+    histogram_sensitivity,
+    range_from_counts,
+    tail_rows,
+)
+
+FORMULA = "lwage ~ school + exper + I(exper**2)"
+BOUNDS = {"school": (0, 25), "exper": (0, 60), "lwage": (-3, 6)}
+COLUMNS = ("lwage", "school", "exper")
+
+
+def wage_frame(seed, n=600):
+    rng = np.random.default_rng(seed)
+    school = np.clip(np.round(rng.normal(13, 2.5, n)), 6, 20)
+    exper = np.clip(rng.gamma(2.5, 7, n), 0, 50).round()
+    lwage = 0.6 + 0.09 * school + 0.04 * exper - 0.0007 * exper ** 2 + rng.normal(0, 0.45, n)
+    return pd.DataFrame({"lwage": lwage, "school": school, "exper": exper})
+
+
+def fit(data, **kw):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)
+        return dpreg.dp_ols(FORMULA, data, bounds=BOUNDS, **kw)
+
+
+def ranges_of(res) -> dict[str, tuple[float, float]]:
+    text = str(res.settings.value("ranges")).removeprefix("learned privately: ")
+    out = {}
+    for part in text.split("; "):
+        name, rest = part.split(" [", 1)
+        lo, hi = rest.split("]")[0].split(", ")
+        out[name] = (float(lo), float(hi))
+    return out
+
+
+# ------------------------------------------------------------------ the mechanism
+def test_histogram_matches_numpy(seed):
+    rng = np.random.default_rng(seed)
+    x = rng.uniform(-2, 7, 500)  # part of it outside the box [0, 5]: clipped into it
+    edges = grid_edges(0.0, 5.0, 64)
+    expected, _ = np.histogram(np.clip(x, 0, 5), bins=edges)  # last bin closed too
+    np.testing.assert_array_equal(column_histogram(x, edges), expected)
+
+
+def test_range_from_exact_counts_is_the_tail_quantile_plus_a_guard_bin():
+    """Counts without noise (noise_std tiny): the lower end is the first bin where the
+    count from below exceeds the tail, moved one bin out; likewise the upper end."""
+    edges = grid_edges(0.0, 10.0, 10)
+    counts = np.array([0, 0, 3, 10, 50, 50, 10, 2, 0, 0], dtype=float)
+    # from below: 3, 13 > 5 at bin 3 -> guard -> bin 2; from above: 2, 12 > 5 at bin 6 -> 7
+    assert range_from_counts(counts, edges, 5.0, 1e-9) == (2.0, 8.0)
+    # counts under the threshold (2 noise sd) are taken as 0: bins 2 and 7 drop out
+    assert range_from_counts(counts, edges, 5.0, 2.0) == (3.0 - 1.0, 7.0 + 1.0)
+    assert range_from_counts(np.zeros(10), edges, 5.0, 1.0) is None  # keep the box
+
+
+def test_sensitivity_and_tail():
+    assert histogram_sensitivity(3, "replace-one") == pytest.approx(math.sqrt(6), rel=1e-15)
+    assert histogram_sensitivity(3, "add/remove") == pytest.approx(math.sqrt(3), rel=1e-15)
+    assert tail_rows(1000) == pytest.approx(5.0)  # 0.5% of 1000 < 0.5 sqrt(1000)
+    assert tail_rows(10 ** 6) == pytest.approx(500.0)  # 0.5 sqrt(n) < 0.5% of n
+
+
+def test_replacing_a_row_by_a_box_corner_moves_the_histograms_by_at_most_the_ledgers_sensitivity(seed):  # noqa: E501
+    """The ledger's sensitivity of the release (read from a real fit) bounds the L2 change
+    of the three histograms (computed with numpy) when any row is replaced by any corner
+    of the declared boxes or their centre."""
+    data = wage_frame(seed, 200)
+    res = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
+    event = res.ledger.events[0]
+    assert event.name == RANGES_EVENT and event.adjacency == "replace-one"
+
+    def hist(frame):
+        return np.concatenate([np.histogram(np.clip(frame[c], *BOUNDS[c]),
+                                            bins=grid_edges(*BOUNDS[c], DEFAULT_BINS))[0]
+                               for c in COLUMNS]).astype(float)
+
+    base = hist(data)
+    worst = 0.0
+    for row in corner_rows(data, BOUNDS):
+        for pos in (0, int(np.argmax(data["exper"])), int(np.argmin(data["lwage"]))):
+            other = data.copy()
+            other.iloc[pos] = [row[c] for c in data.columns]
+            worst = max(worst, float(np.linalg.norm(hist(other) - base)))
+    assert worst <= event.sensitivity * (1 + 1e-12)
+    # and the bound is attained (two bins of each column move): the audit can fail
+    assert worst == pytest.approx(event.sensitivity, rel=1e-12)
+
+
+# ------------------------------------------------------------------ the ledger pays
+def test_mu_request_pays_for_the_ranges_and_meets_the_total(seed):
+    data = wage_frame(seed)
+    res = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
+    events = res.ledger.events
+    assert events[0].name == RANGES_EVENT and len(events) == 4  # + X'X, X'y, y'y
+    mus = [e.sensitivity / e.noise_std for e in events]  # unsampled Gaussians
+    total = math.sqrt(math.fsum(m ** 2 for m in mus))
+    assert total == pytest.approx(2.0, rel=1e-9)
+    # the default share of mu^2, exactly (rel 1e-9: floating point)
+    assert mus[0] ** 2 / 4.0 == pytest.approx(DEFAULT_RANGES_SHARE, rel=1e-9)
+
+
+def test_epsilon_delta_request_is_met_by_the_exact_gaussian_tradeoff(seed):
+    """Every release of SSP and the ranges is an unsampled Gaussian, so their composition
+    is exactly mu-GDP with mu^2 = sum (sensitivity / noise)^2, and its delta(eps) has a
+    closed form (Balle and Wang 2018, Thm 8): it must not exceed the request."""
+    data = wage_frame(seed)
+    eps, delta = 2.0, 1e-6
+    res = fit(data, epsilon=eps, delta=delta, engine="ssp", ranges="private",
+              budget_split={"ranges": 0.1, "gram": 0.35, "xty": 0.5, "yty": 0.05},
+              random_state=seed)
+    events = res.ledger.events
+    assert events[0].name == RANGES_EVENT
+    mu = math.sqrt(math.fsum((e.sensitivity / e.noise_std) ** 2 for e in events))
+    achieved = norm.cdf(-eps / mu + mu / 2) - math.exp(eps) * norm.cdf(-eps / mu - mu / 2)
+    assert achieved <= delta * (1 + 1e-6)  # the calibration's relative tolerance
+    assert achieved >= delta * 0.99  # and nearly all of it is spent
+    share = (events[0].sensitivity / events[0].noise_std) ** 2 / mu ** 2
+    assert share == pytest.approx(0.1, rel=1e-4)  # the solver's tolerance on the scale
+
+
+def test_dpsgd_ledger_with_ranges_meets_mu(seed):
+    data = wage_frame(seed, 400)
+    res = fit(data, mu=2, ranges="private", random_state=seed)
+    names = [e.name for e in res.ledger.events]
+    assert names[0] == RANGES_EVENT and "DP-SGD path" in names
+    assert res.ledger.total_mu == pytest.approx(2.0, rel=1e-9)
+
+
+def test_poisson_sampling_uses_the_zero_out_sensitivity(seed):
+    res = fit(wage_frame(seed, 400), mu=2, sampling="poisson", ranges="private",
+              random_state=seed)
+    event = res.ledger.events[0]
+    assert event.adjacency == res.ledger.events[1].adjacency
+    assert event.sensitivity == pytest.approx(math.sqrt(3), rel=1e-15)
+
+
+# ------------------------------------------------------------------ what is learned
+def test_learned_ranges_lie_in_the_box_and_hold_most_rows_at_a_large_budget(seed):
+    """At mu = 50 the histogram's noise sd is 0.22 rows per bin: each range leaves about
+    the tail (0.5% of the rows, 10 of 2000) outside each end, so at most 2% of the rows
+    per column (2 tails plus five noise sd of the cumulated counts, 5 * 0.22 * 8 = 9
+    rows), and it is far tighter than the box (at most the data's range plus two bins
+    and a guard bin at each end)."""
+    data = wage_frame(seed, 2000)
+    res = fit(data, mu=50, engine="ssp", ranges="private", random_state=seed)
+    learned = ranges_of(res)
+    assert set(learned) == set(COLUMNS)
+    for col, (lo, hi) in learned.items():
+        box = BOUNDS[col]
+        v = data[col].to_numpy()
+        assert box[0] <= lo < hi <= box[1]
+        assert np.mean((v < lo) | (v > hi)) <= 0.02
+        bin_width = (box[1] - box[0]) / DEFAULT_BINS
+        assert hi - lo <= v.max() - v.min() + 6 * bin_width
+    # the rebuilt design's derived bound of the square follows the learned range
+    assert "I(exper ** 2)" in res.summary().as_text()
+
+
+def test_same_seed_same_ranges_and_default_is_declared(seed):
+    data = wage_frame(seed)
+    a = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
+    b = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
+    assert ranges_of(a) == ranges_of(b)
+    np.testing.assert_array_equal(a.params, b.params)
+    c = fit(data, mu=2, engine="ssp", random_state=seed)
+    d = fit(data, mu=2, engine="ssp", ranges="declared", random_state=seed)
+    np.testing.assert_array_equal(c.params, d.params)
+    assert len(c.ledger.events) == 3
+
+
+def test_summary_and_settings_say_what_was_learned(seed):
+    res = fit(wage_frame(seed), mu=2, engine="dpgd", ranges="private", random_state=seed)
+    text = res.summary().as_text()
+    assert "learned privately" in text and "privately learned" not in text
+    assert any("Rows were clipped to ranges learned privately" in n for n in res.notes)
+    assert RANGES_EVENT in res.ledger.as_text()
+
+
+def test_array_model(seed):
+    data = wage_frame(seed)
+    X = data[["school", "exper"]].assign(const=1.0)
+    model = dpreg.DPRegression(data["lwage"], X, intercept=2,
+                               bounds={"school": (0, 25), "exper": (0, 60),
+                                       "lwage": (-3, 6)})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)
+        res = model.fit(mu=2, engine="ssp", ranges="private", random_state=seed)
+    assert set(ranges_of(res)) == {"lwage", "school", "exper"}
+
+
+# ------------------------------------------------------------------ refusals
+@pytest.mark.parametrize("kw, match", [
+    ({"ranges": "learned"}, "ranges"),
+    ({"budget_split": {"ranges": 0.05, "gram": 0.35, "xty": 0.55, "yty": 0.05}},
+     "does not apply to ranges='declared'"),
+    ({"ranges": "private", "budget_split": {"gram": 0.4, "xty": 0.55, "yty": 0.05}},
+     "must give 'ranges' its share"),
+    ({"ranges": "private", "budget_split": {"ranges": 1.5, "gram": 0.4}},
+     r"budget_split\['ranges'\] must be in \(0, 1\)"),
+    ({"ranges": "private", "budget_split": {"ranges": 0.2, "gram": 0.4, "xty": 0.55,
+                                            "yty": 0.05}}, "sum to 1"),
+])
+def test_bad_options(seed, kw, match):
+    with pytest.raises(OptionError, match=match):
+        fit(wage_frame(seed, 100), mu=2, engine="ssp", random_state=seed, **kw)
+
+
+def test_ldp_sgd_refuses(seed):
+    with pytest.raises(OptionError, match="ldp_sgd.*central release.*local"):
+        fit(wage_frame(seed, 100), mu=2, engine="ldp_sgd", ranges="private")
+
+
+def test_no_bounded_column_refuses(seed):
+    data = wage_frame(seed, 100)
+    with pytest.raises(OptionError, match="no column of the model has any"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dpreg.dp_ols(FORMULA, data, mu=2, engine="dpsgd", ranges="private",
+                         bounds={"I(exper**2)": (0, 3600)}, x_bound=10.0, clip=1.0)
