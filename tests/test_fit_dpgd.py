@@ -1,15 +1,17 @@
 """DP-GD and AdaSSP through ``DPRegression.fit``: ledger, options, results, coverage."""
 
 import math
+import warnings
 
 import dp_accounting
 import numpy as np
 import pandas as pd
 import pytest
+import statsmodels.formula.api as smf
 from scipy import stats
 
 import dpreg
-from dpreg.exceptions import OptionError, PrivacyLeakWarning
+from dpreg.exceptions import ConvergenceWarning, OptionError, PrivacyLeakWarning
 from dpreg.fits.dpgd import TARGET_NOTE
 from dpreg.inference.iterates import batch_means, checkpoint_estimates
 from dpreg.model import DPRegression
@@ -328,3 +330,32 @@ def test_adassp_needs_linear_family_and_outcome_bounds(seed):
     with pytest.raises(OptionError, match="linear regression"):
         DPRegression(y, X, family="huber", bounds={"x1": (-1, 1), "x2": (-1, 1)}).fit(
             engine="adassp", mu=1)
+
+
+def test_adassp_works_in_the_bounds_coordinates_and_warns_on_its_ridge():
+    # natural units in codebook boxes: the raw row-norm bound is the largest raw value
+    # (age x schooling), and the ridge that scales with its square shrank every
+    # coefficient of statsmodels' fair OLS so far that no interval contained OLS
+    # (validation/adassp_fair.py); in the bounds' coordinates x_bound is O(sqrt(p))
+    rng = np.random.default_rng(4)
+    n = 3000
+    data = pd.DataFrame({"age": rng.uniform(20, 60, n), "educ": rng.uniform(8, 20, n)})
+    data["y"] = np.clip(1 + 0.02 * data["age"] + 0.1 * data["educ"]
+                        + rng.normal(0, 1, n), -5, 10)
+    bounds = {"y": (-5, 10), "age": (16, 100), "educ": (0, 25)}
+    kw = dict(bounds=bounds, engine="adassp", random_state=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = dpreg.dp_ols("y ~ age * educ", data, mu=50.0, **kw)
+        raw = dpreg.dp_ols("y ~ age * educ", data, mu=50.0, condition="none", **kw)
+    assert res.settings["x_bound"] == pytest.approx(2.0)  # sqrt(1 + 3 * 1)
+    assert raw.settings["x_bound"] > 2000
+    ols = smf.ols("y ~ age * educ", data).fit()
+    ci = res.conf_int().to_numpy()
+    inside = (ci[:, 0] <= ols.params.to_numpy()) & (ols.params.to_numpy() <= ci[:, 1])
+    assert inside.all() and res.settings.value("ridge") == 0
+    # at a small budget the private X'X is poorly conditioned: a ridge, and a warning
+    with pytest.warns(ConvergenceWarning, match="AdaSSP added a ridge"):
+        small = dpreg.dp_ols("y ~ age * educ", data, mu=0.05, **kw)
+    assert small.settings.value("ridge") > 0
+    assert any(n.startswith("WARNING: AdaSSP added a ridge") for n in small.notes)

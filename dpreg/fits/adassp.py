@@ -7,6 +7,7 @@ domain", in Gaussian form (see :mod:`dpreg.engines.adassp`).
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
-from dpreg.exceptions import OptionError
+from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
 from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_record, seed_text
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.options import CommonOptions
@@ -48,11 +49,16 @@ def _check_adassp_problem(problem: Problem) -> None:
 
 
 def _plan(problem: Problem, opts: AdaSSPOptions):
-    """Public settings and the bounds of the releases (public quantities only)."""
-    pub = problem.public_settings(opts)
+    """Public settings, the coordinates and the bounds of the releases (public
+    quantities only). Like SSP, AdaSSP works on the columns mapped into ``[-1, 1]`` by
+    their declared bounds (``condition="none"``: the design as given): in natural units
+    the row-norm bound is the largest raw value (an age times schooling reaches 2,500),
+    and the ridge, which scales with its square, shrinks every coefficient towards 0."""
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond)
     lo, hi = problem.design.endog_bounds
-    return pub, AdaSSPSettings(x_bound=float(pub.x_bound),
-                               y_bound=float(max(abs(lo), abs(hi))))
+    return pub, cond, AdaSSPSettings(x_bound=float(pub.x_bound),
+                                     y_bound=float(max(abs(lo), abs(hi))))
 
 
 def events_builder(problem: Problem, opts: AdaSSPOptions):
@@ -71,7 +77,7 @@ def events_builder(problem: Problem, opts: AdaSSPOptions):
     callable
     """
     _check_adassp_problem(problem)
-    settings = _plan(problem, opts)[1]
+    settings = _plan(problem, opts)[2]
     return lambda scale: adassp_events(settings, scale)
 
 
@@ -109,14 +115,15 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     _check_adassp_problem(problem)
     design = problem.design
     n = design.nobs
-    pub, settings = _plan(problem, opts)
+    pub, cond, settings = _plan(problem, opts)
     events, ledger = calibrate_and_record(
         request, lambda s: adassp_events(settings, s), n,
         f"AdaSSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}",
         prior=problem.prior)
     rng = np.random.default_rng(pub.seed)
-    out = adassp_estimate(design.exog, design.endog, settings, events, rng)
-    cov, raised = adassp_covariance(out, events)
+    out = adassp_estimate(cond.design(design.exog), design.endog, settings, events, rng)
+    cov_z, raised = adassp_covariance(out, events)
+    params, cov = cond.params(out.params), cond.covariance(cov_z)
     note = ("Plug-in (AdaSSP): normal interval from the delta-method covariance of the "
             "privacy noise in the released X'X and X'y; for OLS on these (clipped) data, "
             "not the population parameter (AdaSSP releases no residual variance).")
@@ -126,10 +133,23 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
                                       note)}
     notes = list(design_notes(design))
     if out.ridge > 0:
-        notes.append(f"AdaSSP ridge lambda = {out.ridge:.4g} > 0: the estimate is shrunk "
-                     "towards 0 and the intervals do not include that bias.")
+        # a ridge means the private X'X is poorly conditioned at this budget (its
+        # smallest eigenvalue is near the noise): the delta-method interval then misses
+        # both the ridge's bias and the noise's higher-order effect. On statsmodels'
+        # fair OLS (validation/adassp_fair.py) the ridge was positive in every fit at
+        # epsilon = 1 and 3 (intervals containing OLS: 0.65 and 0.86 of coefficients)
+        # and zero in every fit at epsilon = 10 (0.92)
+        message = (f"AdaSSP added a ridge (lambda = {out.ridge:.4g}) because the private "
+                   "X'X is poorly conditioned at this budget: the estimate is shrunk "
+                   "towards 0 and the intervals, which include neither that bias nor the "
+                   "noise in X'X beyond first order, are too short for every "
+                   "coefficient. Use engine='ssp' (no ridge), raise the budget, or "
+                   "declare tighter bounds.")
+        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
+        notes.append("WARNING: " + message)
     table = {
         "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
+        "conditioning": cond.description,
         "ridge": out.ridge, "lambda_min": out.lambda_min,
         "failure_prob": settings.failure_prob,
         "budget_split": "equal thirds: lambda_min, X'X, X'y",
@@ -137,10 +157,11 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     }
     diagnostics = None
     if opts.diagnostics:
-        norms = np.sqrt(np.einsum("ij,ij->i", design.exog, design.exog))
+        Z = cond.design(design.exog)
+        norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
         diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
     labels = {"ridge": "ridge (lambda)", "lambda_min": "lambda_min (private)"}
     return build_results(problem, FitRecord(
-        params=out.params, inferences=inferences, cov_type="plugin", engine=LABEL,
+        params=params, inferences=inferences, cov_type="plugin", engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=cov, diagnostics=diagnostics))
