@@ -239,6 +239,32 @@ def contrast_scales(results, J: np.ndarray, method: str | None):
     return np.sqrt(np.einsum("ij,jk,ik->i", J, cov, J)), law, inf.method, True
 
 
+def _replicate_reference(wald, effect, C, R, replicates, n_r, method, *, f_scale):
+    """A joint test whose reference law carries the noise of a private covariance.
+
+    The statistic is the usual ``d' C~^{-1} d`` (``d = R theta - q``). Its law under
+    ``H0`` is simulated: ``d*_b ~ N(0, C~)`` and ``d*_b' (R C*_b R')^{-1} d*_b`` for each
+    re-released covariance ``C*_b`` (:func:`dpreg.inference.plugin.covariance_replicates`);
+    the p-value is the share of replicates at least as large (with the usual ``+1``).
+    The chi-square ignores the noise in ``C~``, whose small eigenvalues come out too
+    small and inflate the statistic: on 12 restrictions (n = 1,000, mu = 5) it rejected a
+    true null in 0.23 of fits at 0.05 (``validation/joint_test_size.py``). Draws use a
+    fixed seed, so a result gives the same p-value every time (post-processing).
+    """
+    rng = np.random.default_rng(0)
+    B = replicates.shape[0]
+    draws = rng.multivariate_normal(np.zeros(n_r), C, size=B, method="eigh")
+    ref = np.array([d @ np.linalg.solve(R @ Cb @ R.T, d)
+                    for d, Cb in zip(draws, replicates, strict=True)])
+    pvalue = float((1 + np.sum(ref >= wald)) / (B + 1))
+    statistic = wald / n_r if f_scale else wald
+    return ContrastResults(distribution="boot", statistic=statistic, pvalue=pvalue,
+                           method=method, df_num=n_r,
+                           note=f"reference law from {B} re-releases of the private "
+                                "covariance (parametric bootstrap of the released "
+                                "matrices), not the chi-square")
+
+
 def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
                       use_f: bool | None = None) -> ContrastResults:
     """``t``, ``wald`` or ``F`` test of ``H0: R theta = q`` on ``results``.
@@ -311,6 +337,10 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
                                note="Hotelling T^2 of the m estimates")
     if kind == "wald":
         use_f = isinstance(law, StudentLaw) if use_f is None else bool(use_f)
+    replicates = getattr(inf, "cov_replicates", None)
+    if src == "cov" and replicates is not None:
+        return _replicate_reference(wald, effect, C, R, replicates, n_r, inf.method,
+                                    f_scale=kind == "f" or bool(use_f))
     if kind == "f" or use_f:
         F = wald / n_r
         return ContrastResults(distribution="F", statistic=F,

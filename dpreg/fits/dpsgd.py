@@ -30,6 +30,7 @@ from dpreg.fits.common import (
 )
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
 from dpreg.inference.plugin import (
+    covariance_replicates,
     floor_eigenvalues,
     path_variance,
     plugin_inference,
@@ -280,6 +281,16 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
         note = (f"Plug-in: {raised_a} eigenvalue(s) of the private Hessian and {raised_s} "
                 "of the private score covariance were moved into their public ranges "
                 "(projection; post-processing).")
-    plugin, cov = plugin_inference(V, W, n, settings.steps, note)
+    def to_cov(A_b, S_b):
+        V_b, W_b = path_variance(A_b, S_b, settings.noise_scale, m)
+        C_b = cond.covariance(V_b) / n + cond.covariance(W_b) / settings.steps
+        return (C_b + C_b.T) / 2
+
+    # a child generator: the fit's own draws (and so its numbers) are unchanged
+    (boot_rng,) = rng.spawn(1)
+    replicates = covariance_replicates(A, S, events[HESSIAN].noise_std,
+                                       events[SCORE].noise_std, (a_floor, a_cap, pub.clip ** 2),
+                                       to_cov, boot_rng)
+    plugin, cov = plugin_inference(V, W, n, settings.steps, note, cov_replicates=replicates)
     rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)
     return {"plugin": plugin, "rs": rs}, cov, {"W": W, "floor_se": floor_se}

@@ -61,6 +61,11 @@ class Inference:
         The method's covariance matrix of the estimate, when it has its own (tests of
         restrictions then use it whatever the fit's ``cov_type``); ``None`` for methods
         that use the fit's ``cov_params()`` or have none.
+    cov_replicates : ndarray (B, p, p) or None
+        A private covariance re-released ``B`` times from its own released matrices
+        with its mechanisms' noise (a parametric bootstrap of the released statistics,
+        post-processing): the reference law of joint tests, whose quadratic form a noisy
+        covariance's small eigenvalues inflate (:mod:`dpreg.hypothesis`).
     """
 
     method: str
@@ -69,6 +74,7 @@ class Inference:
     is_standard_error: bool
     note: str = ""
     cov: np.ndarray | None = None
+    cov_replicates: np.ndarray | None = None
 
     def conf_int(self, params: np.ndarray, alpha: float) -> np.ndarray:
         """Intervals ``params -/+ law.critical_value(alpha) * scale``.

@@ -123,15 +123,66 @@ def path_variance(A: np.ndarray, S: np.ndarray, noise_scale: float,
 
 
 def plugin_inference(V: np.ndarray, W: np.ndarray, n: int, steps: int,
-                     note: str = "") -> tuple[Inference, np.ndarray]:
+                     note: str = "", cov_replicates: np.ndarray | None = None
+                     ) -> tuple[Inference, np.ndarray]:
     """Normal intervals from ``Var(theta_bar) = V/n + W/T`` (Theorem 2).
 
     With ``T = k n`` this is ``[V (1 + 1/(k m)) + sigma_1^2 A^{-2} / k] / n``: the
     statistical, sampling and privacy parts. The paper's (4.2) drops the sampling part
     ``V/(k m)``; it is kept here (user guide, Corrections to the papers: "Plug-in
-    variance").
+    variance"). ``cov_replicates`` (:func:`covariance_replicates`) is kept for the
+    reference law of joint tests.
     """
     cov = V / n + W / steps
     cov = (cov + cov.T) / 2
     scale = np.sqrt(np.diag(cov))
-    return Inference("plugin", scale, NormalLaw(), True, note), cov
+    return Inference("plugin", scale, NormalLaw(), True, note,
+                     cov_replicates=cov_replicates), cov
+
+
+#: Replicates of the plug-in covariance kept for the reference law of joint tests.
+COV_REPLICATES = 200
+
+
+def covariance_replicates(A: np.ndarray, S: np.ndarray, sd_a: float, sd_s: float,
+                          floors: tuple[float, float, float], to_cov,
+                          rng: np.random.Generator,
+                          B: int = COV_REPLICATES) -> np.ndarray:
+    """The plug-in covariance re-released ``B`` times: ``A* = A + E_A``, ``S* = S + E_S``
+    with the release mechanisms' symmetric Gaussian noise, floored into the same public
+    ranges, and mapped to a covariance by ``to_cov(A*, S*)``.
+
+    A parametric bootstrap of the released statistics (post-processing of ``A`` and
+    ``S``, which are released): it carries the noise of the private covariance into the
+    reference law of a joint test. A quadratic form ``d' C~^{-1} d`` in a noisy ``C~``
+    is inflated by ``C~``'s underestimated small eigenvalues; marginal variances are not
+    (measured: 12 restrictions, n = 1,000, mu = 5, size 0.23 against the chi-square).
+
+    Parameters
+    ----------
+    A, S : ndarray (p, p)
+        The released (floored) Hessian and score covariance, engine coordinates.
+    sd_a, sd_s : float
+        Their mechanisms' noise standard deviations.
+    floors : tuple of float
+        ``(a_floor, a_cap, s_cap)``: the public eigenvalue ranges of the release.
+    to_cov : callable
+        ``(A, S) -> covariance`` in the user's coordinates, as the fit computes it.
+    rng : numpy.random.Generator
+    B : int
+        Replicates.
+
+    Returns
+    -------
+    ndarray (B, p, p)
+    """
+    from dpreg.privacy.mechanisms import symmetric_gaussian_noise
+
+    a_floor, a_cap, s_cap = floors
+    p = A.shape[0]
+    out = np.empty((B, p, p))
+    for b in range(B):
+        A_b, _ = floor_eigenvalues(A + symmetric_gaussian_noise(p, sd_a, rng), a_floor, a_cap)
+        S_b, _ = floor_eigenvalues(S + symmetric_gaussian_noise(p, sd_s, rng), 0.0, s_cap)
+        out[b] = to_cov(A_b, S_b)
+    return out
