@@ -215,13 +215,13 @@ class DPRegression:
         if is_dask_frame(data):
             design, rows = dask_design(formula, data, missing=missing, bounds=bounds,
                                        levels=levels, eval_env=capture_env(eval_env + 1),
-                                       binary_outcome=family_obj.name == "logistic")
+                                       binary_outcome=family_obj.binary_outcome)
             model = cls._from_design(design, family=family_obj, c=c, tau=tau,
                                      weights=weights)
             model._rows = rows
             return model
         env = capture_env(eval_env + 1)
-        binary = family_obj.name == "logistic"
+        binary = family_obj.binary_outcome
         design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
                               eval_env=env, binary_outcome=binary)
         model = cls._from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
@@ -480,7 +480,7 @@ class DPRegression:
             delta=options.get("delta"), rho=options.get("rho"))
         design = self.design
         engine, cov_type, reason = choose_engine(design.nobs, design.k_exog,
-                                                 self.objective.family.name, request)
+                                                 self.objective.family, request)
         chosen = dict(options, engine=engine)
         if cov_type is not None and options.get("cov_type") is None:
             chosen["cov_type"] = cov_type

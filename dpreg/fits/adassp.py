@@ -36,7 +36,7 @@ class AdaSSPOptions(CommonOptions):
 
 
 def _check_adassp_problem(problem: Problem) -> None:
-    if problem.objective.family.name != "linear":
+    if not problem.objective.family.squared_loss:
         raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
                           f"the model's family is {problem.objective.family.name!r}")
     if problem.objective.mallows:

@@ -256,7 +256,7 @@ class Problem:
             theta0 = np.zeros(p)
             lohi = design.endog_bounds
             names = design.exog_names
-            if lohi is not None and self.objective.family.name != "logistic":
+            if lohi is not None and self.objective.family.location:
                 for j, name in enumerate(names):
                     if name in ("Intercept", "const") and design.column_bounds \
                             and tuple(design.column_bounds[j]) == (1.0, 1.0):

@@ -353,7 +353,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
     # cov_type="runs", whose estimates are post-burn-in means of their own runs)
     report = iterate_report(names, path0, burn_in, m) if runs == 1 else None
     if report is not None and precond is not None \
-            and problem.objective.family.name == "logistic" and len(engine_path0) > 1:
+            and problem.objective.family.checks_curvature_bias and len(engine_path0) > 1:
         # the curvature bias of the averaged iterate, as for DP-SGD (spread of the
         # post-burn-in iterates in the private second moment G = P^-1)
         report = with_curvature_bias(report, names, np.asarray(params), engine_path0,

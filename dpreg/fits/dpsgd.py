@@ -206,7 +206,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                          out.trajectory_steps, cond.params(out.trajectory_avg),
                          settings.steps, extras)
     if report is not None and precond is not None \
-            and problem.objective.family.name == "logistic":
+            and problem.objective.family.checks_curvature_bias:
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
                                      inferences["plugin"].scale)

@@ -219,7 +219,7 @@ class ArraySource:
 
 def _check_ssp_problem(problem: Problem) -> None:
     family = problem.objective.family.name
-    if family != "linear":
+    if not problem.objective.family.squared_loss:
         raise OptionError(f"engine='ssp' fits linear regression (squared loss) only; the "
                           f"model's family is {family!r}: use dp_ols, or another engine "
                           "for this family")

@@ -21,6 +21,7 @@ import pandas as pd
 
 from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
+from dpreg.families import FAMILIES, Family, get_family
 from dpreg.inference.base import Inference
 from dpreg.results.settings import Settings
 from dpreg.results.summary import coefficient_frame, fit_summary
@@ -141,12 +142,17 @@ class DPRegressionResults:
     def family_name(self) -> str:
         """Registry name of the family (``"linear"``, ``"huber"``, ``"expectile"``,
         ``"logistic"``), read off the fit's label."""
-        from dpreg.families import FAMILIES
-
         for name, fam in FAMILIES.items():
             if self.family_label.startswith(fam.label):
                 return name
         raise OptionError(f"unknown family label {self.family_label!r}")
+
+    @property
+    def family(self) -> Family:
+        """The fit's family record (:class:`dpreg.families.Family`), looked up by
+        :attr:`family_name`: what predictions and marginal effects read (its inverse link,
+        whether the outcome is 0/1)."""
+        return get_family(self.family_name)
 
     # -- pickling: patsy's DesignInfo cannot be pickled; it only serves predict() ----
     def __getstate__(self):
@@ -365,10 +371,9 @@ class DPRegressionResults:
             raise OptionError(f"which must be 'mean' or 'linear', got {which!r}")
         X, _ = self._exog_matrix(exog, transform)
         eta = X @ self.params.to_numpy()
-        if which == "mean" and self.family_name == "logistic":
-            from scipy.special import expit
-
-            return expit(eta)
+        link = self.family.inverse_link
+        if which == "mean" and link is not None:
+            return link(eta)[0]
         return eta
 
     def get_prediction(self, exog=None, transform: bool = True, *, method: str | None = None,
