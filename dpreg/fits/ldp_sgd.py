@@ -37,7 +37,14 @@ from dpreg.design import degenerate_note
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
 from dpreg.families import FAMILIES, mallows_weights
-from dpreg.fits.common import FitRecord, Problem, build_results, seed_text, spawn_rngs
+from dpreg.fits.common import (
+    FitRecord,
+    Problem,
+    build_results,
+    report_delta,
+    seed_text,
+    spawn_rngs,
+)
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import one_pass_report
@@ -322,7 +329,9 @@ class LDPRun:
             raise BudgetExceededError(f"the budget {request.describe()} is too small to "
                                       f"calibrate the local noise: increase it ({err})") from None
         self.multipliers = {e.name: e.noise_multiplier for e in events}
-        self.ledger = Ledger(request, delta=request.delta or 1e-5)
+        # n is unknown here (a stream opens its ledger before its first row), so the
+        # reporting delta is report_delta's cap, whatever n turns out to be
+        self.ledger = Ledger(request, delta=request.delta or report_delta(None))
         self.ledger.record(events[0])  # the local path: before any row is touched
         path_event = events[0]
         self.noise_scale = path_event.noise_std
