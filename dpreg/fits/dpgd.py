@@ -43,6 +43,7 @@ from dpreg.inference.iterates import (
     checkpoint_estimates,
     t_inference,
 )
+from dpreg.inference.methods import engine_methods
 from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults, Settings
@@ -80,7 +81,7 @@ class DPGDOptions(PathOptions):
     and the estimates behind the t interval (the dpgd paper's Appendix B settings: 10
     estimates after a burn-in of 20 iterates), the reported aggregate and the runs."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("batch_means", "checkpoints", "runs")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("dpgd", "batch_means")
     scope: ClassVar[str] = ("full-batch DP-GD: every step uses all rows (no batches, no "
                             "sampling) with a constant step; the number of batch means, "
                             "checkpoints or runs is n_estimates")

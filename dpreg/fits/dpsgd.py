@@ -29,6 +29,7 @@ from dpreg.fits.common import (
     spawn_rngs,
 )
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import (
     floor_eigenvalues,
     path_variance,
@@ -68,7 +69,7 @@ class DPSGDOptions(PathOptions):
     sampling, the number of steps and the step-size decay (0.501, the dpsgd-inference
     paper's choice)."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("plugin", "rs")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("dpsgd", "plugin")
     scope: ClassVar[str] = "DP-SGD: subsampled batches, one averaged path"
 
     batch_size: int | None = None

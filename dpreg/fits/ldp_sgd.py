@@ -48,6 +48,7 @@ from dpreg.fits.common import (
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import one_pass_report
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
@@ -79,7 +80,7 @@ class LDPOptions(PathOptions):
     path options, the step-size decay (0.51, the ldp-sgd paper's s.5) and the number of
     batch means."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("rs", "plugin", "batch_means")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("ldp_sgd", "rs")
     scope: ClassVar[str] = ("LDP-SGD takes one step per row, in order (steps = n, batch "
                             "size 1)")
 

@@ -49,6 +49,7 @@ from dpreg.fits.common import (
 )
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.ssp import (
     FAILURE_PROB,
     SSPEstimate,
@@ -133,7 +134,7 @@ class SSPOptions(CommonOptions):
     plug-in's (the meat's noise, scaled by the outcome's range, is large).
     """
 
-    cov_types: ClassVar[tuple[str, ...]] = ("plugin", "pboot", "pboot_basic", "sandwich")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("ssp", "plugin")
     scope: ClassVar[str] = ("SSP: one release of X'X, X'y and y'y (and of the sandwich's "
                             "meat with robust=True)")
 

@@ -23,6 +23,7 @@ import pandas as pd
 from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
+from dpreg.inference.methods import method_labels
 from dpreg.tables import Summary
 
 if TYPE_CHECKING:
@@ -37,12 +38,9 @@ LAYOUTS = ("wide", "long")
 LONG_SETTING = 40
 WRAP_WIDTH = 88
 
-#: Display names of the inference methods (``Results.inferences`` keys).
-METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
-                 "batch_means": "Batch means", "runs": "Independent runs (t)",
-                 "checkpoints": "Checkpoints (t)", "sandwich": "Sandwich",
-                 "pboot": "Parametric bootstrap (percentile)",
-                 "pboot_basic": "Parametric bootstrap (basic)"}
+#: Display names of the inference methods (``Results.inferences`` keys), from the
+#: registry of interval methods (:data:`dpreg.inference.methods.METHODS`).
+METHOD_LABELS = method_labels()
 
 
 # ------------------------------------------------------------------------- one fit
