@@ -130,7 +130,7 @@ def _rows(results, at, atexog) -> np.ndarray:
         X = np.zeros((1, len(names)))
         X[0, [i for i, n in enumerate(names) if n in _INTERCEPTS]] = 1.0
     else:
-        X, _ = results._exog_matrix(at, name="at")
+        X, _ = results.exog_matrix(at, name="at")
         X = X.copy()
     if atexog is not None:
         if not isinstance(atexog, dict):

@@ -117,9 +117,9 @@ class PredictionResults:
 
 def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> PredictionResults:
     """:class:`PredictionResults` for the design rows ``X`` (see the module docstring)."""
-    from dpreg.hypothesis import _source, contrast_scales
+    from dpreg.hypothesis import contrast_scales, joint_source
 
-    _, _, center, _ = _source(results, method)
+    _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)
     return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
                              logistic=results.family.binary_outcome, method=name,

@@ -195,7 +195,7 @@ class LDPStream:
         design = build_design(self._formula, data, missing=self._missing,
                               bounds=self._bounds, levels=self._levels, eval_env=self._env,
                               binary_outcome=self._family.binary_outcome)
-        problem = DPRegression._from_design(design, **self._model_args).problem
+        problem = DPRegression.from_design(design, **self._model_args).problem
         problem.check_privacy(self._opts.strict)
         kinds = column_kinds(self._formula, data)
         run = LDPRun(problem, self._opts, self._request)
@@ -293,7 +293,7 @@ class LDPStream:
             self._formula, template, missing=self._missing, bounds=self._bounds,
             levels=self._levels, eval_env=self._env,
             binary_outcome=self._family.binary_outcome)
-        problem = DPRegression._from_design(design, **self._model_args).problem
+        problem = DPRegression.from_design(design, **self._model_args).problem
         self._run.problem = problem
         if shared_cond:
             self._run.cond = problem.conditioning

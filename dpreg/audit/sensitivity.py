@@ -268,10 +268,10 @@ def _ssp_statistics(model, cond, pub, thetas, names, opts):
     """SSP's sums of the clipped rows and its meat (at each of ``thetas``), by the
     engine's own functions and public plan."""
     from dpreg.engines.ssp import meat_sum, ssp_sums
-    from dpreg.fits.ssp import _plan
+    from dpreg.fits.ssp import ssp_plan
 
     problem = model.problem
-    settings, _ = _plan(problem, opts, cond)
+    settings, _ = ssp_plan(problem, opts, cond)
     Z = cond.design(problem.design.exog)
     y = problem.design.endog
     sums = ssp_sums(Z, y, settings)

@@ -172,7 +172,20 @@ class DPRegressionResults:
     def _series(self, values, name):
         return pd.Series(np.asarray(values, dtype=float), index=self._names, name=name)
 
-    def _inference(self, method: str | None) -> Inference:
+    def inference(self, method: str | None = None) -> Inference:
+        """The inference record of ``method``, the fit's ``cov_type`` by default.
+
+        Parameters
+        ----------
+        method : str, optional
+            A key of :attr:`inferences`.
+
+        Returns
+        -------
+        dpreg.inference.Inference
+            Its scale per coefficient, reference law and note (what ``conf_int``,
+            ``pvalues_by``, the summaries and the tests read).
+        """
         method = self.cov_type if method is None else method
         try:
             return self.inferences[method]
@@ -210,7 +223,7 @@ class DPRegressionResults:
     def _standard_error_inference(self, method: str | None = None) -> Inference:
         """The inference of ``method`` (default ``cov_type``) if it has standard
         errors; never another method's in its place."""
-        inf = self._inference(method)
+        inf = self.inference(method)
         if inf.is_standard_error:
             return inf
         others = sorted(k for k, v in self.inferences.items() if v.is_standard_error)
@@ -254,7 +267,7 @@ class DPRegressionResults:
         pandas.Series
             One p-value per coefficient.
         """
-        inf = self._inference(method)
+        inf = self.inference(method)
         return self._series(inf.pvalues(self.params.to_numpy()), "pvalues")
 
     def conf_int(self, alpha: float = 0.05, method: str | None = None) -> pd.DataFrame:
@@ -273,7 +286,7 @@ class DPRegressionResults:
             Lower (column 0) and upper (column 1) end of each coefficient's interval.
         """
         number_in("alpha", alpha, 0, 1)
-        inf = self._inference(method)
+        inf = self.inference(method)
         ci = inf.conf_int(self.params.to_numpy(), float(alpha))
         return pd.DataFrame(ci, index=self._names, columns=[0, 1])
 
@@ -295,10 +308,32 @@ class DPRegressionResults:
         """``nobs`` minus the number of coefficients."""
         return self.nobs - len(self._names)
 
-    def _exog_matrix(self, exog, transform: bool = True,
-                     name: str = "exog") -> tuple[np.ndarray, list]:
-        """Design rows for ``exog`` and their labels (a DataFrame goes through the
-        formula when ``transform``); ``name`` is the parameter named in errors."""
+    @property
+    def cov_matrix(self) -> np.ndarray | None:
+        """The private plug-in covariance matrix as an array, or ``None`` when the fit
+        released none (what :meth:`cov_params` labels, without its refusal)."""
+        return self._cov
+
+    def exog_matrix(self, exog, transform: bool = True,
+                    name: str = "exog") -> tuple[np.ndarray, list]:
+        """Design rows for public covariate values, and their labels.
+
+        Parameters
+        ----------
+        exog : DataFrame, dict or array-like
+            As for :meth:`predict`.
+        transform : bool
+            Build the design from a DataFrame (or dict) through the formula.
+        name : str
+            The parameter named in error messages.
+
+        Returns
+        -------
+        X : ndarray
+            ``(k, p)`` design rows.
+        labels : list or None
+            The rows' labels (a DataFrame's index).
+        """
         if exog is None:
             raise OptionError(f"{name} is required: a Results object holds no data, so pass "
                               "the (public) rows to predict for")
@@ -316,7 +351,7 @@ class DPRegressionResults:
         if isinstance(exog, pd.DataFrame) and not transform:
             return exog.to_numpy(dtype=float), list(exog.index)
         if isinstance(exog, dict) and transform and self.formula is not None:
-            return self._exog_matrix(pd.DataFrame(exog, index=None if any(
+            return self.exog_matrix(pd.DataFrame(exog, index=None if any(
                 np.ndim(v) for v in exog.values()) else [0]), name=name)
         labels = list(exog.index) if isinstance(exog, pd.DataFrame) else None
         try:
@@ -369,7 +404,7 @@ class DPRegressionResults:
         """
         if which not in ("mean", "linear"):
             raise OptionError(f"which must be 'mean' or 'linear', got {which!r}")
-        X, _ = self._exog_matrix(exog, transform)
+        X, _ = self.exog_matrix(exog, transform)
         eta = X @ self.params.to_numpy()
         link = self.family.inverse_link
         if which == "mean" and link is not None:
@@ -400,7 +435,7 @@ class DPRegressionResults:
         """
         from dpreg.prediction import predict_rows
 
-        X, labels = self._exog_matrix(exog, transform)
+        X, labels = self.exog_matrix(exog, transform)
         return predict_rows(self, X, labels if row_labels is None else row_labels, method)
 
     def get_margeff(self, at: Any = "overall", method: str = "dydx", atexog=None,
@@ -604,7 +639,9 @@ class DPRegressionResults:
                                path=path, show=show)
 
     # -- presentation ------------------------------------------------------------------
-    def _privacy_line(self) -> str:
+    @property
+    def privacy_description(self) -> str:
+        """The budget in one line (``"mu = 1 (Gaussian DP)"``), or ``"non-private"``."""
         if not self.private or self.ledger is None:
             return "non-private"
         return self.ledger.request.describe()
@@ -647,7 +684,7 @@ class DPRegressionResults:
     def __repr__(self) -> str:
         kind = "private" if self.private else "oracle"
         return (f"<DPRegressionResults {kind} {self.family_label} n={self.nobs} "
-                f"engine={self.engine} privacy={self._privacy_line()!r}>")
+                f"engine={self.engine} privacy={self.privacy_description!r}>")
 
 
 @dataclass(frozen=True)

@@ -71,7 +71,7 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         "No. Observations:": str(res.nobs),
         "Rows dropped (missing):": str(res.n_dropped),
         "Df Model:": str(res.df_model),
-        "Privacy:": res._privacy_line(),
+        "Privacy:": res.privacy_description,
     }
     if res.private and res.ledger is not None:
         eps, acct = res.ledger.epsilon_rigorous
@@ -155,7 +155,7 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
 
     # the default inference (the header's, bse's, pvalues' and conf_int()'s) comes
     # first; another method's columns are labelled with its name
-    default = res._inference(None)
+    default = res.inference(None)
     if default.is_standard_error:
         standard_error_columns(default, "")
         if "rs" in res.inferences:
@@ -166,7 +166,7 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
             if inf.is_standard_error:
                 cols[METHOD_LABELS.get(name, name) + " s.e."] = inf.scale
                 break
-    return pd.DataFrame(cols, index=res._names)
+    return pd.DataFrame(cols, index=list(res.params.index))
 
 
 # ---------------------------------------------------------------- several fits
@@ -263,7 +263,7 @@ def summary_col_wide(results: Sequence[DPRegressionResults], *,
     index, rows = [], []
     columns = []
     for res in results:
-        inf = res._inference(method)
+        inf = res.inference(method)
         theta = res.params.to_numpy()
         pvals = pd.Series(inf.pvalues(theta), index=res.params.index)
         ci = pd.DataFrame(inf.conf_int(theta, alpha), index=res.params.index)
@@ -297,7 +297,7 @@ def summary_col_wide(results: Sequence[DPRegressionResults], *,
         smry.add_title(title)
     smry.add_df(frame, header=True, align="r")
     below = ("Standard errors in parentheses" if stat == "se" else "")
-    if stat == "ci" or any(not r._inference(method).is_standard_error for r in results):
+    if stat == "ci" or any(not r.inference(method).is_standard_error for r in results):
         level = f"{100 * (1 - alpha):g}%"
         below += ("; " if below else "") + f"{level} intervals in brackets"
     smry.add_text(below + ".")
