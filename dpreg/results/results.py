@@ -9,8 +9,6 @@ object, labelled non-private.
 
 from __future__ import annotations
 
-import os
-import pickle
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -23,6 +21,7 @@ from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 from dpreg.families import FAMILIES, Family, get_family
 from dpreg.inference.base import Inference
+from dpreg.pickling import read_instance, write_pickle
 from dpreg.results.settings import Settings
 from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.tables import Summary
@@ -566,7 +565,8 @@ class DPRegressionResults:
 
         The file holds what the result holds: private estimates, inference records,
         the ledger, public settings and the formula's public design description
-        (declared categories), never data. Load it with :func:`dpreg.load`.
+        (declared categories), never data. Load it with :func:`dpreg.load`. A path is
+        written atomically (:func:`dpreg.pickling.write_pickle`).
 
         Parameters
         ----------
@@ -575,11 +575,7 @@ class DPRegressionResults:
         remove_data : bool
             Accepted for statsmodels compatibility (there is no data to remove).
         """
-        if hasattr(fname, "write"):
-            pickle.dump(self, fname, protocol=pickle.HIGHEST_PROTOCOL)
-            return
-        with open(os.fspath(fname), "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        write_pickle(self, fname)
 
     @classmethod
     def load(cls, fname) -> "DPRegressionResults":
@@ -600,14 +596,7 @@ class DPRegressionResults:
         Loading runs pickle: load only files you trust, as with statsmodels'
         ``load_pickle``.
         """
-        if hasattr(fname, "read"):
-            obj = pickle.load(fname)
-        else:
-            with open(os.fspath(fname), "rb") as fh:
-                obj = pickle.load(fh)
-        if not isinstance(obj, DPRegressionResults):
-            raise DataError(f"{fname!r} holds a {type(obj).__name__}, not a dpreg result")
-        return obj
+        return read_instance(fname, (DPRegressionResults,), "dpreg result")
 
     def plot_trajectory(self, *, alpha: float = 0.05, methods=None, start: float = 0.005,
                         truth=None, path=None, show: bool = False):
