@@ -17,9 +17,9 @@ __all__ = ["Method", "METHODS", "method_labels", "engine_methods", "offered_meth
 
 @dataclass(frozen=True)
 class Method:
-    """One interval method.
+    """One interval method (its fields are its attributes).
 
-    Attributes
+    Parameters
     ----------
     name : str
         Its key in ``Results.inferences`` and its ``cov_type``.
