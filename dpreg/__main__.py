@@ -168,10 +168,19 @@ def _engine_names() -> list[str]:
 
 
 def _cov_type_names() -> list[str]:
-    """Every engine's interval methods, each once, in registry order."""
-    from dpreg.fits.registry import ENGINES
+    """Every engine's interval methods, each once, in the order of the registry of
+    methods (:data:`dpreg.inference.methods.METHODS`)."""
+    from dpreg.inference.methods import offered_methods
 
-    return list(dict.fromkeys(m for e in ENGINES.values() for m in e.cov_types))
+    return list(offered_methods())
+
+
+def _cov_type_help() -> str:
+    """``--cov-type``'s help: each method with its line and the engines offering it."""
+    from dpreg.inference.methods import METHODS
+
+    return "; ".join(f"{name}: {METHODS[name].description} ({', '.join(METHODS[name].engines)})"
+                     for name in _cov_type_names())
 
 
 def cmd_replicate(args) -> int:
@@ -207,9 +216,10 @@ def main(argv=None) -> int:
                      help="public categories of categorical columns: COLUMN=A,B,C items, or "
                           "one JSON/TOML file {column: [...]} (top level or a [levels] table)")
     fit.add_argument("--seed", type=int)
-    fit.add_argument("--cov-type", dest="cov_type",
-                     help="inference behind bse and p-values (engine's default if omitted): "
-                          + ", ".join(_cov_type_names()))
+    fit.add_argument("--cov-type", dest="cov_type", choices=_cov_type_names(),
+                     metavar="METHOD",
+                     help="inference behind bse and p-values (the engine's default if "
+                          "omitted): " + _cov_type_help())
     fit.add_argument("--output", default="text", choices=list(OUTPUTS),
                      help="summary as text, LaTeX or HTML, or the coefficient table as CSV")
     fit.add_argument("--alpha", type=float, default=0.05, help="1 - level of the intervals")

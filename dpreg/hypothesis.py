@@ -47,7 +47,7 @@ from dpreg.inference.iterates import IterateInference
 from dpreg.inference.pivot import rs_pivot
 from dpreg.inference.rs_joint import P_FLOOR, RSInference, contrast_scale_matrix, rs_joint_law
 
-__all__ = ["ContrastResults", "restriction_test", "contrast_scales"]
+__all__ = ["ContrastResults", "restriction_test", "contrast_scales", "joint_source"]
 
 
 class ContrastResults:
@@ -198,9 +198,29 @@ def _g(value) -> str:
     return "-" if value is None else f"{value:.3g}"
 
 
-def _source(results, method):
-    """``(kind, inference, center, cov)`` for the method's joint distribution."""
-    inf = results._inference(method)
+def joint_source(results, method: str | None):
+    """What the joint distribution of ``method``'s estimate is built from.
+
+    Parameters
+    ----------
+    results : DPRegressionResults
+        The fit.
+    method : str or None
+        A key of ``results.inferences`` (``None``: the fit's ``cov_type``).
+
+    Returns
+    -------
+    kind : {"rs", "iterates", "boot", "cov"}
+        Random scaling (its joint law), iterate estimates (their sample covariance),
+        bootstrap replicates, or a covariance matrix.
+    inference : dpreg.inference.Inference
+        The method's record.
+    center : ndarray
+        The estimate the method centres on.
+    cov : ndarray or None
+        The covariance of ``center`` (``None`` for random scaling).
+    """
+    inf = results.inference(method)
     params = results.params.to_numpy()
     if isinstance(inf, RSInference):
         return "rs", inf, params, None
@@ -212,7 +232,7 @@ def _source(results, method):
         return "boot", inf, params, inf.cov
     if inf.cov is not None:
         return "cov", inf, params, inf.cov
-    cov = results._cov
+    cov = results.cov_matrix
     if inf.is_standard_error and cov is not None and np.allclose(
             np.sqrt(np.diag(cov)), inf.scale, rtol=1e-9, atol=0.0):
         return "cov", inf, params, cov
@@ -229,7 +249,7 @@ def contrast_scales(results, J: np.ndarray, method: str | None):
     iterate constructions the t law with ``m - 1`` degrees of freedom; otherwise the
     delta-method standard errors ``sqrt(diag(J C J'))`` and the method's law.
     """
-    src, inf, _, cov = _source(results, method)
+    src, inf, _, cov = joint_source(results, method)
     J = np.atleast_2d(np.asarray(J, dtype=float))
     if src == "rs":
         scales = np.array([np.sqrt(contrast_scale_matrix(inf, row[None, :])[0, 0])
@@ -284,7 +304,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
     from dpreg.formula import linear_constraint
 
     R, q = linear_constraint(results.params.index, r_matrix)
-    src, inf, center, cov = _source(results, method)
+    src, inf, center, cov = joint_source(results, method)
     effect = R @ center - q  # the departure from H0 (statsmodels' ``effect`` is R theta)
     n_r = R.shape[0]
     if np.linalg.matrix_rank(R) < n_r:
@@ -337,7 +357,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
                                note="Hotelling T^2 of the m estimates")
     if kind == "wald":
         use_f = isinstance(law, StudentLaw) if use_f is None else bool(use_f)
-    replicates = getattr(inf, "cov_replicates", None)
+    replicates = inf.cov_replicates
     if src == "cov" and replicates is not None:
         return _replicate_reference(wald, effect, C, R, replicates, n_r, inf.method,
                                     f_scale=kind == "f" or bool(use_f))

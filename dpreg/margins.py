@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from dpreg._checks import number_in
 from dpreg.exceptions import OptionError, PrivateStatisticError
@@ -131,7 +130,7 @@ def _rows(results, at, atexog) -> np.ndarray:
         X = np.zeros((1, len(names)))
         X[0, [i for i, n in enumerate(names) if n in _INTERCEPTS]] = 1.0
     else:
-        X, _ = results._exog_matrix(at, name="at")
+        X, _ = results.exog_matrix(at, name="at")
         X = X.copy()
     if atexog is not None:
         if not isinstance(atexog, dict):
@@ -160,12 +159,14 @@ def margins(results, *, at="overall", method="dydx", atexog=None, dummy=False, c
     keep = [i for i, n in enumerate(names) if n not in _INTERCEPTS]
     theta = results.params.to_numpy()
     p = len(theta)
-    if results.family_name == "logistic":
-        prob = expit(X @ theta)
-        w = prob * (1 - prob)
+    link = results.family.inverse_link
+    if link is not None:
+        # d mean / d x_k = g'(x' theta) theta_k; its Jacobian in theta is
+        # g' I + theta (g'' x)' (averaged over the rows)
+        _, w, w2 = link(X @ theta)
         effect = (w.mean() * theta)[keep]
         jac = (np.mean(w) * np.eye(p)
-               + np.outer(theta, (w * (1 - 2 * prob)) @ X / X.shape[0]))[keep]
+               + np.outer(theta, w2 @ X / X.shape[0]))[keep]
     else:
         effect = theta[keep]
         jac = np.eye(p)[keep]

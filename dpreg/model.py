@@ -146,10 +146,29 @@ class DPRegression:
                                   intercept=intercept)
 
     @classmethod
-    def _from_design(cls, design: Design, *, family: str | Family = "linear",
-                     c: float | None = None, tau: float = 0.5,
-                     weights: str | None = "default") -> "DPRegression":
-        """The model of a design already built (by a formula, or a stream's first chunk)."""
+    def from_design(cls, design: Design, *, family: str | Family = "linear",
+                    c: float | None = None, tau: float = 0.5,
+                    weights: str | None = "default") -> "DPRegression":
+        """The model of a design already built (by a formula, or a stream's first chunk).
+
+        Parameters
+        ----------
+        design : dpreg.design.Design
+            The checked design (outcome, rows, names, declared bounds).
+        family : str or Family
+            As for :class:`DPRegression`.
+        c : float, optional
+            As for :class:`DPRegression`.
+        tau : float
+            As for :class:`DPRegression`.
+        weights : {"default", "mallows", None}
+            As for :class:`DPRegression`.
+
+        Returns
+        -------
+        DPRegression
+            The model (nothing is fitted yet).
+        """
         family = get_family(family)
         constants = family_constants(family, c, tau, weights)
         model = cls.__new__(cls)
@@ -215,16 +234,16 @@ class DPRegression:
         if is_dask_frame(data):
             design, rows = dask_design(formula, data, missing=missing, bounds=bounds,
                                        levels=levels, eval_env=capture_env(eval_env + 1),
-                                       binary_outcome=family_obj.name == "logistic")
-            model = cls._from_design(design, family=family_obj, c=c, tau=tau,
+                                       binary_outcome=family_obj.binary_outcome)
+            model = cls.from_design(design, family=family_obj, c=c, tau=tau,
                                      weights=weights)
             model._rows = rows
             return model
         env = capture_env(eval_env + 1)
-        binary = family_obj.name == "logistic"
+        binary = family_obj.binary_outcome
         design = build_design(formula, data, missing=missing, bounds=bounds, levels=levels,
                               eval_env=env, binary_outcome=binary)
-        model = cls._from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
+        model = cls.from_design(design, family=family_obj, c=c, tau=tau, weights=weights)
         model._source = _FormulaRows(formula, data, missing=missing, bounds=bounds,
                                      levels=levels, env=env, binary_outcome=binary)
         return model
@@ -480,7 +499,7 @@ class DPRegression:
             delta=options.get("delta"), rho=options.get("rho"))
         design = self.design
         engine, cov_type, reason = choose_engine(design.nobs, design.k_exog,
-                                                 self.objective.family.name, request)
+                                                 self.objective.family, request)
         chosen = dict(options, engine=engine)
         if cov_type is not None and options.get("cov_type") is None:
             chosen["cov_type"] = cov_type

@@ -69,12 +69,12 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
     family = objective.family
     y, X = design.endog, design.exog  # declared bounds already enforced by the design
     label = "Oracle: " + objective.label() + " on the raw data"
-    if family.name == "linear" and not objective.mallows:
+    if family.statsmodels_model == "OLS" and not objective.mallows:
         res = sm.OLS(y, X).fit()
         params, cov = np.asarray(res.params), np.asarray(res.cov_params())
         law = StudentLaw(res.df_resid)
         label += " (statsmodels OLS)."
-    elif family.name == "logistic" and not objective.mallows:
+    elif family.statsmodels_model == "Logit" and not objective.mallows:
         params, cov = _logit(y, X)
         law = NormalLaw()
         label += " (statsmodels Logit)."

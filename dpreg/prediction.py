@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from scipy.special import expit
 
 from dpreg._checks import number_in
+from dpreg.families.logistic import inverse_link as _logistic_link
 
 __all__ = ["PredictionResults", "predict_rows"]
 
@@ -39,15 +39,22 @@ class PredictionResults:
     """
 
     def __init__(self, *, linpred, scale_lin, critical, logistic: bool, method: str,
-                 is_standard_error: bool, row_labels):
+                 is_standard_error: bool, row_labels, inverse_link=None):
+        # ``logistic``: a 0/1 outcome (probabilities, statsmodels' Logit column names);
+        # ``inverse_link``: the family's (Family.inverse_link), the logistic one by
+        # default for a 0/1 outcome, the identity otherwise
         self.linpred = np.asarray(linpred, dtype=float)
         self._scale_lin = np.asarray(scale_lin, dtype=float)
         self._critical = critical
         self.logistic = logistic
+        self._link = inverse_link if inverse_link is not None else (
+            _logistic_link if logistic else None)
         self.method = method
         self.row_labels = list(row_labels)
-        self.predicted = expit(self.linpred) if logistic else self.linpred.copy()
-        deriv = self.predicted * (1 - self.predicted) if logistic else 1.0
+        if self._link is None:
+            self.predicted, deriv = self.linpred.copy(), 1.0
+        else:
+            self.predicted, deriv, _ = self._link(self.linpred)
         self.se = deriv * self._scale_lin if is_standard_error else np.full_like(
             self.linpred, np.nan)
 
@@ -82,7 +89,7 @@ class PredictionResults:
         number_in("alpha", alpha, 0, 1)
         half = self._critical(alpha) * self._scale_lin
         ci = np.column_stack([self.linpred - half, self.linpred + half])
-        return expit(ci) if self.logistic else ci
+        return ci if self._link is None else self._link(ci)[0]
 
     def summary_frame(self, alpha: float = 0.05) -> pd.DataFrame:
         """Mean, standard error and interval per row, with statsmodels' column names.
@@ -110,10 +117,11 @@ class PredictionResults:
 
 def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> PredictionResults:
     """:class:`PredictionResults` for the design rows ``X`` (see the module docstring)."""
-    from dpreg.hypothesis import _source, contrast_scales
+    from dpreg.hypothesis import contrast_scales, joint_source
 
-    _, _, center, _ = _source(results, method)
+    _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)
     return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
-                             logistic=results.family_name == "logistic", method=name,
-                             is_standard_error=is_se, row_labels=row_labels)
+                             logistic=results.family.binary_outcome, method=name,
+                             is_standard_error=is_se, row_labels=row_labels,
+                             inverse_link=results.family.inverse_link)

@@ -194,8 +194,8 @@ class LDPStream:
     def _start(self, data: pd.DataFrame) -> None:
         design = build_design(self._formula, data, missing=self._missing,
                               bounds=self._bounds, levels=self._levels, eval_env=self._env,
-                              binary_outcome=self._family.name == "logistic")
-        problem = DPRegression._from_design(design, **self._model_args).problem
+                              binary_outcome=self._family.binary_outcome)
+        problem = DPRegression.from_design(design, **self._model_args).problem
         problem.check_privacy(self._opts.strict)
         kinds = column_kinds(self._formula, data)
         run = LDPRun(problem, self._opts, self._request)
@@ -292,8 +292,8 @@ class LDPStream:
         design = template_from_prototype(
             self._formula, template, missing=self._missing, bounds=self._bounds,
             levels=self._levels, eval_env=self._env,
-            binary_outcome=self._family.name == "logistic")
-        problem = DPRegression._from_design(design, **self._model_args).problem
+            binary_outcome=self._family.binary_outcome)
+        problem = DPRegression.from_design(design, **self._model_args).problem
         self._run.problem = problem
         if shared_cond:
             self._run.cond = problem.conditioning

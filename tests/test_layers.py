@@ -20,8 +20,9 @@ PACKAGE = Path(__file__).resolve().parents[1] / "dpreg"
 #: Lowest first. A module may import modules of its own layer or of lower layers only. A
 #: name stands for the module and everything below it (``dpreg.fits`` is ``fits/*``).
 LAYERS: list[tuple[str, ...]] = [
-    # validators and exception classes: import nothing of dpreg but each other
-    ("dpreg._checks", "dpreg.exceptions"),
+    # validators, exception classes and pickle files: import nothing of dpreg but each
+    # other
+    ("dpreg._checks", "dpreg.exceptions", "dpreg.pickling"),
     # privacy accounting and mechanisms; families and their numba numerics; tables of
     # text; data sets: arithmetic on arrays and numbers
     ("dpreg.privacy", "dpreg.families", "dpreg.tables", "dpreg.datasets"),

@@ -77,6 +77,35 @@ def test_load_refuses_other_objects(tmp_path):
         dpreg.load(path)
 
 
+def test_one_pickle_path_for_results_and_streams(tmp_path, fitted):
+    """Results and stream checkpoints are written by dpreg.pickling (atomically: a save
+    that fails leaves the previous file whole and no temporary file); dpreg.load reads
+    both, DPRegressionResults.load results only."""
+    import dpreg.io
+    import dpreg.pickling
+
+    assert dpreg.io.write_pickle is dpreg.pickling.write_pickle
+    assert dpreg.io.read_pickle is dpreg.pickling.read_pickle
+    res, frame = fitted
+    path = tmp_path / "res.pkl"
+    res.save(path)
+    before = path.read_bytes()
+    res.unpicklable = lambda: None  # an attribute pickle cannot store
+    try:
+        with pytest.raises((pickle.PicklingError, AttributeError, TypeError)):
+            res.save(path)
+    finally:
+        del res.unpicklable
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["res.pkl"]
+    stream = dpreg.LDPStream("y ~ x + d", family="huber", mu=2.0, random_state=3)
+    stream.partial_fit(frame)
+    stream.save(tmp_path / "stream.pkl")
+    assert dpreg.load(tmp_path / "stream.pkl").nobs == len(frame)
+    with pytest.raises(DataError, match="holds a LDPStream, not a dpreg result"):
+        dpreg.DPRegressionResults.load(tmp_path / "stream.pkl")
+
+
 def test_prototype_mismatch_is_a_clear_error():
     from dpreg.formula import design_info_from_prototype
 

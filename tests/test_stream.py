@@ -126,6 +126,9 @@ def test_ledger_states_the_local_guarantee_and_the_plugin_once(frame):
     assert list(frame_["mu"]) == pytest.approx([1.0, 1.0, 1.0], rel=1e-9)
     assert ledger.total_mu == pytest.approx(math.sqrt(3), rel=1e-9)
     assert "each row is mu = 1 GDP on its own" in ledger.as_text()
+    # the stream's ledger opens before any row arrives: (eps, delta) is reported at the
+    # cap 1e-5 of min(1e-5, n^-1.1), whatever n becomes (here 6000: n^-1.1 = 7e-5)
+    assert ledger.delta == 1e-5
     assert "Released at n = 3000" in later.inferences["plugin"].note
     # the plug-in covariance released at n = 3000 is rescaled, not re-released
     np.testing.assert_allclose(later.bse ** 2 * 6000, first.bse ** 2 * 3000, rtol=1e-12)

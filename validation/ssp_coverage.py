@@ -70,12 +70,12 @@ def population_truth(data: pd.DataFrame, truth: np.ndarray) -> np.ndarray:
 def _delta_split(formula, data, bounds):
     """mu_k^2 proportional to Delta_k, from the public bounds (the memo's default)."""
     from dpreg.engines.ssp import SSPSettings, ssp_sensitivities
-    from dpreg.fits.ssp import _plan
+    from dpreg.fits.ssp import ssp_plan
 
     model = dpreg.DPRegression.from_formula(formula, data, bounds=bounds)
     opts = dpreg.fits.registry.fit_options(engine="ssp")
     cond = model.problem.coordinates(opts.condition)
-    settings, _ = _plan(model.problem, opts, cond)
+    settings, _ = ssp_plan(model.problem, opts, cond)
     sens = ssp_sensitivities(SSPSettings(settings.x_bound, settings.y_bound), 2)
     total = sum(sens.values())
     return {k: v / total for k, v in sens.items()}

@@ -206,9 +206,14 @@ def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber"
 
     # far beyond any drift of the path (|x.theta| grows like sum gamma_t ~ 1e3 at 1e6 rows):
     # the canary stays in the clipped zone, at the full sensitivity, for every person
-    y_big = 1e9 if family != "logistic" else 1.0
+    fam = get_family(family)
+    binary = fam.binary_outcome
+    # the pair attains the full sensitivity 2 B0 when the score is +-c on either side:
+    # a truncation constant without an expectile's asymmetry (Huber)
+    attained = fam.default_c is not None and not fam.uses_tau and not binary
+    y_big = 1.0 if binary else 1e9
     scores_d, event = releases(y_big)
-    scores_dp, _ = releases(-y_big if family != "logistic" else 0.0)
+    scores_dp, _ = releases(0.0 if binary else -y_big)
     result = epsilon_lower_bound(-scores_d, -scores_dp, delta, alpha, rng=gen)
     eps, eps_gdp, accountant = claimed_epsilons(event, delta)
     return AuditReport(
@@ -216,7 +221,7 @@ def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber"
         result=result, epsilon_claimed=eps, epsilon_gdp=eps_gdp, accountant=accountant,
         # for Huber the canary pair is at the full sensitivity: shift / noise = mu
         mu=event.mu(), epsilon_pair=(float(mu_to_epsilon(event.mu() / noise_scale, delta))
-                                     if family == "huber" else None),
+                                     if attained else None),
         event=event, seconds=time.perf_counter() - t0,
         settings={"family": family, "noise_scale": noise_scale, "alpha": alpha,
                   "B0": event.sensitivity / 2})

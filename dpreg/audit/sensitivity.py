@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from dpreg.exceptions import OptionError
+from dpreg.families import get_family
 
 __all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "audit_cell", "GRID_SAMPLE"]
 
@@ -212,7 +213,7 @@ def _fitting(problem, cond, position: int) -> np.ndarray:
     """Engine-coordinate parameters with a zero residual at row ``position``."""
     z = cond.design(problem.design.exog)[position]
     y = float(problem.design.endog[position])
-    if problem.objective.family.name == "logistic":
+    if problem.objective.family.binary_outcome:
         y = 0.0  # the logistic Hessian weight p(1 - p) is largest at eta = 0
     return y * z / max(float(z @ z), np.finfo(float).tiny)
 
@@ -267,10 +268,10 @@ def _ssp_statistics(model, cond, pub, thetas, names, opts):
     """SSP's sums of the clipped rows and its meat (at each of ``thetas``), by the
     engine's own functions and public plan."""
     from dpreg.engines.ssp import meat_sum, ssp_sums
-    from dpreg.fits.ssp import _plan
+    from dpreg.fits.ssp import ssp_plan
 
     problem = model.problem
-    settings, _ = _plan(problem, opts, cond)
+    settings, _ = ssp_plan(problem, opts, cond)
     Z = cond.design(problem.design.exog)
     y = problem.design.endog
     sums = ssp_sums(Z, y, settings)
@@ -351,8 +352,9 @@ def grid_cells() -> list[tuple]:
             ("private", "bounds", "none"), GRID_FORMS):
         if (engine == "dpgd" and condition != "private") \
                 or (engine == "ldp_sgd" and condition == "private") \
-                or (engine == "ssp" and (family != "linear" or weights is not None)) \
-                or (family == "logistic" and form == "response"):
+                or (engine == "ssp" and (not get_family(family).squared_loss
+                                         or weights is not None)) \
+                or (get_family(family).binary_outcome and form == "response"):
             continue
         cells.append((engine, sampling, family, weights, condition, form))
     return cells
@@ -414,7 +416,7 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
     """
     formula, bounds = GRID_FORMS[form]
     data = _grid_frame(seed)
-    if family == "logistic":
+    if get_family(family).binary_outcome:
         formula = "b" + formula[formula.index(" ~"):]
         bounds = {k: v for k, v in bounds.items() if k != "y"} | {"b": (0.0, 1.0)}
         data = data.drop(columns="y")

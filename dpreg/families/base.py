@@ -61,6 +61,37 @@ class Family:
         expectile, whose noise-driven bias grows with the step (validation/ldp_families.py;
         expectile tau = 0.2, n = 1e5, mu = 1: intercept bias 1.7 s.d. at 1/kappa, 1.2 at
         1/(4 kappa)).
+    binary_outcome : bool
+        Whether the outcome is 0/1: the design codes a boolean or two-level outcome as
+        0/1, predictions and intervals are probabilities (statsmodels' ``Logit`` column
+        names), and the outcome has no declared box or transform of its own.
+    location : bool
+        Whether the linear index is on the outcome's scale (a location family): a fit
+        then starts with the intercept at the midpoint of the outcome's declared bounds.
+    squared_loss : bool
+        Whether the loss is the squared loss, whose score is linear in theta: the
+        engines built on sufficient statistics (``"ssp"``, ``"adassp"``) fit it only,
+        ``engine="auto"`` chooses among engines from the engines study measured on it,
+        and the oracle is statsmodels' OLS (without Mallows weights).
+    inverse_link : callable or None
+        ``eta -> (mean, dmean, d2mean)`` on arrays: the mean ``E[y | x]`` as a function
+        of the linear index and its first two derivatives in ``eta`` (predictions,
+        their delta-method standard errors, marginal effects). ``None``: the identity
+        link (the linear index is the mean).
+    statsmodels_model : str or None
+        The statsmodels model whose unweighted fit is the family's M-estimator, which
+        the oracle then uses (``"OLS"``, ``"Logit"``); ``None``: the oracle's own
+        trust-region Newton.
+    checks_curvature_bias : bool
+        Whether DP-SGD and DP-GD add the curvature-bias check of the averaged iterate to
+        their convergence report (:func:`dpreg.inference.diagnostics.curvature_bias`:
+        a smooth score curved everywhere; measured for logistic).
+    ldp_offset_step : {"always", "boxed", None}
+        When LDP-SGD's default step is the offset step of
+        :func:`dpreg.fits.ldp_sgd.ldp_step`: ``"always"`` (a score linear in theta, no
+        step-size bias), ``"boxed"`` (when declared boxes condition the rows: a score
+        piecewise linear in theta, measured for Huber) or ``None`` (the ldp-sgd paper's
+        step ``ldp_lr_scale / kappa``).
     """
 
     name: str
@@ -77,6 +108,19 @@ class Family:
     mallows_default: bool = False
     lr_scale: float = 0.25
     ldp_lr_scale: float = 0.25
+    binary_outcome: bool = False
+    location: bool = True
+    squared_loss: bool = False
+    inverse_link: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]] | None \
+        = None
+    statsmodels_model: str | None = None
+    checks_curvature_bias: bool = False
+    ldp_offset_step: str | None = None
+
+    def __post_init__(self):
+        if self.ldp_offset_step not in ("always", "boxed", None):
+            raise ValueError(f"ldp_offset_step must be 'always', 'boxed' or None, got "
+                             f"{self.ldp_offset_step!r}")
 
     def __reduce__(self):
         # a family pickles by its registry name (its bounds are lambdas and its losses

@@ -40,6 +40,6 @@ def d2loss(y, eta, c, tau):
 HUBER = Family(name="huber", code=CODE, label="Huber", loss=loss, dloss=dloss,
                d2loss=d2loss, psi_bound=lambda c, tau: c, hess_bound=lambda c, tau: 1.0,
                check_y=check_y, default_c=1.345, mallows_default=True,
-               ldp_lr_scale=1.0)
+               ldp_lr_scale=1.0, ldp_offset_step="boxed")
 
 

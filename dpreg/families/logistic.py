@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.special import expit
 
 from dpreg.exceptions import DataError
 from dpreg.families.base import Family
@@ -49,6 +50,16 @@ def check_y(y: np.ndarray, name: str) -> None:
                         f"for logistic regression; found values {shown}")
 
 
+def inverse_link(eta: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``p = 1 / (1 + exp(-eta))``, ``dp/deta = p (1 - p)`` and ``d2p/deta2 = p (1 - p)
+    (1 - 2 p)``."""
+    p = expit(eta)
+    w = p * (1 - p)
+    return p, w, w * (1 - 2 * p)
+
+
 LOGISTIC = Family(name="logistic", code=CODE, label="Logistic", loss=loss, dloss=dloss,
                   d2loss=d2loss, psi_bound=lambda c, tau: 1.0,
-                  hess_bound=lambda c, tau: 0.25, check_y=check_y)
+                  hess_bound=lambda c, tau: 0.25, check_y=check_y, binary_outcome=True,
+                  location=False, inverse_link=inverse_link, statsmodels_model="Logit",
+                  checks_curvature_bias=True)

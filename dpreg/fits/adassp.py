@@ -18,6 +18,7 @@ from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estim
 from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
 from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_record, seed_text
 from dpreg.inference.base import Inference, NormalLaw
+from dpreg.inference.methods import engine_methods
 from dpreg.options import CommonOptions
 from dpreg.results import DPRegressionResults, Settings
 
@@ -31,13 +32,13 @@ class AdaSSPOptions(CommonOptions):
     """Options of ``engine="adassp"``: the common options only (no path, no steps, no
     budget split)."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("plugin",)
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("adassp", "plugin")
     scope: ClassVar[str] = ("AdaSSP: a one-shot release of X'X and X'y with an equal split "
                             "of the budget")
 
 
 def _check_adassp_problem(problem: Problem) -> None:
-    if problem.objective.family.name != "linear":
+    if not problem.objective.family.squared_loss:
         raise OptionError(f"engine='adassp' fits linear regression (squared loss) only; "
                           f"the model's family is {problem.objective.family.name!r}")
     if problem.objective.mallows:

@@ -256,7 +256,7 @@ class Problem:
             theta0 = np.zeros(p)
             lohi = design.endog_bounds
             names = design.exog_names
-            if lohi is not None and self.objective.family.name != "logistic":
+            if lohi is not None and self.objective.family.location:
                 for j, name in enumerate(names):
                     if name in ("Intercept", "const") and design.column_bounds \
                             and tuple(design.column_bounds[j]) == (1.0, 1.0):
@@ -343,8 +343,12 @@ def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str,
     return events, ledger
 
 
-def report_delta(n: int) -> float:
-    """delta at which (eps, delta) is reported for mu or rho requests: min(1e-5, n^-1.1)."""
+def report_delta(n: int | None) -> float:
+    """delta at which (eps, delta) is reported for mu or rho requests: min(1e-5, n^-1.1),
+    and its cap 1e-5 when ``n`` is not known when the ledger opens (LDP-SGD, whose stream
+    records its local path before any row arrives)."""
+    if n is None:
+        return 1e-5
     return min(1e-5, n ** -1.1)
 
 

@@ -43,6 +43,7 @@ from dpreg.inference.iterates import (
     checkpoint_estimates,
     t_inference,
 )
+from dpreg.inference.methods import engine_methods
 from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults, Settings
@@ -80,7 +81,7 @@ class DPGDOptions(PathOptions):
     and the estimates behind the t interval (the dpgd paper's Appendix B settings: 10
     estimates after a burn-in of 20 iterates), the reported aggregate and the runs."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("batch_means", "checkpoints", "runs")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("dpgd", "batch_means")
     scope: ClassVar[str] = ("full-batch DP-GD: every step uses all rows (no batches, no "
                             "sampling) with a constant step; the number of batch means, "
                             "checkpoints or runs is n_estimates")
@@ -353,7 +354,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
     # cov_type="runs", whose estimates are post-burn-in means of their own runs)
     report = iterate_report(names, path0, burn_in, m) if runs == 1 else None
     if report is not None and precond is not None \
-            and problem.objective.family.name == "logistic" and len(engine_path0) > 1:
+            and problem.objective.family.checks_curvature_bias and len(engine_path0) > 1:
         # the curvature bias of the averaged iterate, as for DP-SGD (spread of the
         # post-burn-in iterates in the private second moment G = P^-1)
         report = with_curvature_bias(report, names, np.asarray(params), engine_path0,

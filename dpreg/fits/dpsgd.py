@@ -29,6 +29,7 @@ from dpreg.fits.common import (
     spawn_rngs,
 )
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import (
     covariance_replicates,
     floor_eigenvalues,
@@ -69,7 +70,7 @@ class DPSGDOptions(PathOptions):
     sampling, the number of steps and the step-size decay (0.501, the dpsgd-inference
     paper's choice)."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("plugin", "rs")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("dpsgd", "plugin")
     scope: ClassVar[str] = "DP-SGD: subsampled batches, one averaged path"
 
     batch_size: int | None = None
@@ -207,7 +208,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                          out.trajectory_steps, cond.params(out.trajectory_avg),
                          settings.steps, extras)
     if report is not None and precond is not None \
-            and problem.objective.family.name == "logistic":
+            and problem.objective.family.checks_curvature_bias:
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
                                      inferences["plugin"].scale)

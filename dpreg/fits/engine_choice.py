@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+from dpreg.families import Family, get_family
 from dpreg.fits import _engine_choice_table as table
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
@@ -44,7 +45,7 @@ def _budget_mu(budget: str) -> float:
     return float(epsilon_to_mu(float(parts["eps"]), float(parts["delta"])))
 
 
-def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
+def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
                   ) -> tuple[str, str | None, str]:
     """``(engine, cov_type, reason)`` for ``engine="auto"``.
 
@@ -52,8 +53,8 @@ def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
     ----------
     n, p : int
         Rows and columns of the design (public).
-    family : str
-        The family's name.
+    family : str or Family
+        The family (or its registry name).
     request : PrivacyRequest
         The total budget.
 
@@ -65,9 +66,11 @@ def choose_engine(n: int, p: int, family: str, request: PrivacyRequest
     reason : str
         One line for the summary.
     """
-    if family != "linear" or not table.RULES:
+    family = get_family(family)
+    if not family.squared_loss or not table.RULES:
+        # the engines study measured the squared loss only
         return DEFAULT_ENGINE, None, (
-            f"engine='auto': {DEFAULT_ENGINE} (for the {family} family the engines study "
+            f"engine='auto': {DEFAULT_ENGINE} (for the {family.name} family the engines study "
             f"compares it with DP-GD, whose intervals are for the clipped minimizer on the "
             f"sample, not the population; {DEFAULT_ENGINE} is the default).")
     mu = request_mu(request)

@@ -36,11 +36,19 @@ from dpreg._checks import integer_at_least
 from dpreg.design import degenerate_note
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
-from dpreg.families import mallows_weights
-from dpreg.fits.common import FitRecord, Problem, build_results, seed_text, spawn_rngs
+from dpreg.families import FAMILIES, mallows_weights
+from dpreg.fits.common import (
+    FitRecord,
+    Problem,
+    build_results,
+    report_delta,
+    seed_text,
+    spawn_rngs,
+)
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import one_pass_report
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
 from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
@@ -72,7 +80,7 @@ class LDPOptions(PathOptions):
     path options, the step-size decay (0.51, the ldp-sgd paper's s.5) and the number of
     batch means."""
 
-    cov_types: ClassVar[tuple[str, ...]] = ("rs", "plugin", "batch_means")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("ldp_sgd", "rs")
     scope: ClassVar[str] = ("LDP-SGD takes one step per row, in order (steps = n, batch "
                             "size 1)")
 
@@ -114,8 +122,10 @@ BOXED_LDP_LR = 8.0
 
 
 #: Families that take the offset step of :func:`ldp_step` when a declared box conditions
-#: the rows (their score is piecewise linear in theta; measured for Huber only).
-BOXED_OFFSET_FAMILIES = ("huber",)
+#: the rows (their score is piecewise linear in theta; measured for Huber only): those
+#: whose ``Family.ldp_offset_step`` is ``"boxed"``, which is what the fits read.
+BOXED_OFFSET_FAMILIES = tuple(name for name, fam in FAMILIES.items()
+                              if fam.ldp_offset_step == "boxed")
 
 
 def ldp_step(obj, row_sq: float, lr_decay: float, boxed: bool = False
@@ -165,15 +175,15 @@ def ldp_step(obj, row_sq: float, lr_decay: float, boxed: bool = False
 
     Returns ``(lr, t0, reason)``.
     """
-    name = obj.family.name
-    if name != "linear" and not (boxed and name in BOXED_OFFSET_FAMILIES):
+    offset = obj.family.ldp_offset_step
+    if offset != "always" and not (boxed and offset == "boxed"):
         kappa = obj.hess_bound * row_sq
         lr = obj.family.ldp_lr_scale / kappa
         return lr, 0.0, (f"lr = {lr:.4g} = {obj.family.ldp_lr_scale:g}/kappa, kappa = "
                          f"{kappa:.4g} the public bound on a row's curvature.")
     lr = (BOXED_LDP_LR if boxed else LINEAR_LDP_LR) / obj.hess_bound
     t0 = max(0.0, (lr * obj.hess_bound * row_sq) ** (1.0 / lr_decay) - 1.0)
-    why = ("a linear score has no step-size bias" if name == "linear" else
+    why = ("a linear score has no step-size bias" if offset == "always" else
            "in a declared box the rows' curvature is far below its bound")
     return lr, t0, (f"lr = {lr:.4g}, steps lr (t + t0)^-alpha with t0 = {t0:.4g}: no step "
                     f"exceeds 1/(hess_bound row_sq) = {1 / (obj.hess_bound * row_sq):.4g}, "
@@ -289,7 +299,7 @@ class LDPRun:
         boxed = design.row_norm_bound() is not None
         # whether the fit runs the default offset step of declared boxes
         self._boxed_step = opts.lr is None and boxed and (
-            obj.family.name == "linear" or obj.family.name in BOXED_OFFSET_FAMILIES)
+            obj.family.ldp_offset_step in ("always", "boxed"))
         if opts.lr is None:
             lr, self.step_offset, why = ldp_step(obj, self.pub.row_sq_bound,
                                                  float(opts.lr_decay), boxed=boxed)
@@ -320,7 +330,9 @@ class LDPRun:
             raise BudgetExceededError(f"the budget {request.describe()} is too small to "
                                       f"calibrate the local noise: increase it ({err})") from None
         self.multipliers = {e.name: e.noise_multiplier for e in events}
-        self.ledger = Ledger(request, delta=request.delta or 1e-5)
+        # n is unknown here (a stream opens its ledger before its first row), so the
+        # reporting delta is report_delta's cap, whatever n turns out to be
+        self.ledger = Ledger(request, delta=request.delta or report_delta(None))
         self.ledger.record(events[0])  # the local path: before any row is touched
         path_event = events[0]
         self.noise_scale = path_event.noise_std

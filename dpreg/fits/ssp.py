@@ -49,6 +49,7 @@ from dpreg.fits.common import (
 )
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
+from dpreg.inference.methods import engine_methods
 from dpreg.inference.ssp import (
     FAILURE_PROB,
     SSPEstimate,
@@ -62,8 +63,8 @@ from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_ssp", "SSPOptions", "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT", "ArraySource",
-           "events_builder"]
+__all__ = ["fit_ssp", "ssp_plan", "SSPOptions", "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT",
+           "ArraySource", "events_builder"]
 
 LABEL = "SSP"
 #: Shares of mu^2 of X'X, X'y and y'y (see SSPOptions for the reason).
@@ -133,7 +134,7 @@ class SSPOptions(CommonOptions):
     plug-in's (the meat's noise, scaled by the outcome's range, is large).
     """
 
-    cov_types: ClassVar[tuple[str, ...]] = ("plugin", "pboot", "pboot_basic", "sandwich")
+    cov_types: ClassVar[tuple[str, ...]] = engine_methods("ssp", "plugin")
     scope: ClassVar[str] = ("SSP: one release of X'X, X'y and y'y (and of the sandwich's "
                             "meat with robust=True)")
 
@@ -219,7 +220,7 @@ class ArraySource:
 
 def _check_ssp_problem(problem: Problem) -> None:
     family = problem.objective.family.name
-    if family != "linear":
+    if not problem.objective.family.squared_loss:
         raise OptionError(f"engine='ssp' fits linear regression (squared loss) only; the "
                           f"model's family is {family!r}: use dp_ols, or another engine "
                           "for this family")
@@ -242,8 +243,26 @@ def _intercept(problem: Problem) -> int | None:
     return None
 
 
-def _plan(problem: Problem, opts: SSPOptions, cond: Conditioning) -> tuple[SSPSettings,
-                                                                         int | None]:
+def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
+             ) -> tuple[SSPSettings, int | None]:
+    """SSP's public plan: the bounds and clips of its sums, from declared quantities.
+
+    Parameters
+    ----------
+    problem : Problem
+        The design, objective and conditioning.
+    opts : SSPOptions
+        The fit's options.
+    cond : Conditioning
+        The coordinates the engine works in.
+
+    Returns
+    -------
+    settings : dpreg.engines.ssp.SSPSettings
+        The row-norm and outcome bounds (and the meat's clip) of the released sums.
+    intercept : int or None
+        The intercept's column, whose outcome is centred at the midpoint of its bounds.
+    """
     design = problem.design
     x_bound = opts.x_bound or cond.norm_bound
     if x_bound is None:
@@ -327,7 +346,7 @@ def events_builder(problem: Problem, opts: SSPOptions):
     callable
     """
     _check_ssp_problem(problem)
-    settings, _ = _plan(problem, opts, problem.coordinates(opts.condition))
+    settings, _ = ssp_plan(problem, opts, problem.coordinates(opts.condition))
     p = problem.design.k_exog
     split = opts.split()
     return lambda scale: ssp_events(settings, p, split, scale)
@@ -382,7 +401,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     design = problem.design
     p = design.k_exog
     cond = problem.coordinates(opts.condition)
-    settings, intercept = _plan(problem, opts, cond)
+    settings, intercept = ssp_plan(problem, opts, cond)
     split = opts.split()
     what = (f"SSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
 

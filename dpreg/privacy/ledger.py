@@ -23,7 +23,7 @@ from dpreg.exceptions import BudgetExceededError, OptionError
 from dpreg.privacy.accountants import rdp_epsilon, rigorous_epsilon, zcdp_rho_upper
 from dpreg.privacy.events import ZERO_OUT, GaussianMechanismEvent
 from dpreg.privacy.gdp import mu_to_epsilon
-from dpreg.privacy.request import PrivacyRequest, _fmt
+from dpreg.privacy.request import PrivacyRequest, format_number
 
 __all__ = ["Ledger", "DEFAULT_DELTA"]
 
@@ -233,7 +233,7 @@ class Ledger:
                          f"curator who sees their inputs: mu = {mu_c:.4g} on their own; the "
                          "totals below compose everything.")
         eps, name = self.epsilon_rigorous
-        d = _fmt(self._delta)
+        d = format_number(self._delta)
         lines += [
             f"Total mu (GDP composition, CLT for subsampled steps): {self.total_mu:.4g}",
             f"(epsilon, delta) rigorous: ({eps:.4g}, {d})   "

@@ -17,13 +17,24 @@ from dataclasses import dataclass
 from dpreg._checks import number_in, one_of
 from dpreg.exceptions import BudgetExceededError, OptionError
 
-__all__ = ["PrivacyRequest", "split_budget", "UNITS"]
+__all__ = ["PrivacyRequest", "split_budget", "UNITS", "format_number"]
 
 UNITS = ("mu", "epsilon-delta", "rho")
 
 
-def _fmt(x: float) -> str:
-    """Short number: 2 -> '2', 0.5 -> '0.5', 1e-05 -> '1e-5'."""
+def format_number(x: float) -> str:
+    """A number in short form: 2 -> '2', 0.5 -> '0.5', 1e-05 -> '1e-5'.
+
+    Parameters
+    ----------
+    x : float
+        The number.
+
+    Returns
+    -------
+    str
+        ``x`` to six significant digits, with an exponent written without padding.
+    """
     text = f"{x:.6g}"
     if "e" in text:
         mant, exp = text.split("e")
@@ -101,10 +112,10 @@ class PrivacyRequest:
         """One line: ``"mu = 2 (Gaussian DP)"``, ``"(epsilon, delta) = (1, 1e-5)"``,
         ``"rho = 0.5 (zCDP)"``."""
         if self.unit == "mu":
-            return f"mu = {_fmt(self.mu)} (Gaussian DP)"
+            return f"mu = {format_number(self.mu)} (Gaussian DP)"
         if self.unit == "rho":
-            return f"rho = {_fmt(self.rho)} (zCDP)"
-        return f"(epsilon, delta) = ({_fmt(self.epsilon)}, {_fmt(self.delta)})"
+            return f"rho = {format_number(self.rho)} (zCDP)"
+        return f"(epsilon, delta) = ({format_number(self.epsilon)}, {format_number(self.delta)})"
 
     @property
     def value(self) -> float:

@@ -9,8 +9,6 @@ object, labelled non-private.
 
 from __future__ import annotations
 
-import os
-import pickle
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -21,7 +19,9 @@ import pandas as pd
 
 from dpreg._checks import number_in
 from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
+from dpreg.families import FAMILIES, Family, get_family
 from dpreg.inference.base import Inference
+from dpreg.pickling import read_instance, write_pickle
 from dpreg.results.settings import Settings
 from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.tables import Summary
@@ -141,12 +141,17 @@ class DPRegressionResults:
     def family_name(self) -> str:
         """Registry name of the family (``"linear"``, ``"huber"``, ``"expectile"``,
         ``"logistic"``), read off the fit's label."""
-        from dpreg.families import FAMILIES
-
         for name, fam in FAMILIES.items():
             if self.family_label.startswith(fam.label):
                 return name
         raise OptionError(f"unknown family label {self.family_label!r}")
+
+    @property
+    def family(self) -> Family:
+        """The fit's family record (:class:`dpreg.families.Family`), looked up by
+        :attr:`family_name`: what predictions and marginal effects read (its inverse link,
+        whether the outcome is 0/1)."""
+        return get_family(self.family_name)
 
     # -- pickling: patsy's DesignInfo cannot be pickled; it only serves predict() ----
     def __getstate__(self):
@@ -166,7 +171,20 @@ class DPRegressionResults:
     def _series(self, values, name):
         return pd.Series(np.asarray(values, dtype=float), index=self._names, name=name)
 
-    def _inference(self, method: str | None) -> Inference:
+    def inference(self, method: str | None = None) -> Inference:
+        """The inference record of ``method``, the fit's ``cov_type`` by default.
+
+        Parameters
+        ----------
+        method : str, optional
+            A key of :attr:`inferences`.
+
+        Returns
+        -------
+        dpreg.inference.Inference
+            Its scale per coefficient, reference law and note (what ``conf_int``,
+            ``pvalues_by``, the summaries and the tests read).
+        """
         method = self.cov_type if method is None else method
         try:
             return self.inferences[method]
@@ -204,7 +222,7 @@ class DPRegressionResults:
     def _standard_error_inference(self, method: str | None = None) -> Inference:
         """The inference of ``method`` (default ``cov_type``) if it has standard
         errors; never another method's in its place."""
-        inf = self._inference(method)
+        inf = self.inference(method)
         if inf.is_standard_error:
             return inf
         others = sorted(k for k, v in self.inferences.items() if v.is_standard_error)
@@ -248,7 +266,7 @@ class DPRegressionResults:
         pandas.Series
             One p-value per coefficient.
         """
-        inf = self._inference(method)
+        inf = self.inference(method)
         return self._series(inf.pvalues(self.params.to_numpy()), "pvalues")
 
     def conf_int(self, alpha: float = 0.05, method: str | None = None) -> pd.DataFrame:
@@ -267,7 +285,7 @@ class DPRegressionResults:
             Lower (column 0) and upper (column 1) end of each coefficient's interval.
         """
         number_in("alpha", alpha, 0, 1)
-        inf = self._inference(method)
+        inf = self.inference(method)
         ci = inf.conf_int(self.params.to_numpy(), float(alpha))
         return pd.DataFrame(ci, index=self._names, columns=[0, 1])
 
@@ -289,10 +307,32 @@ class DPRegressionResults:
         """``nobs`` minus the number of coefficients."""
         return self.nobs - len(self._names)
 
-    def _exog_matrix(self, exog, transform: bool = True,
-                     name: str = "exog") -> tuple[np.ndarray, list]:
-        """Design rows for ``exog`` and their labels (a DataFrame goes through the
-        formula when ``transform``); ``name`` is the parameter named in errors."""
+    @property
+    def cov_matrix(self) -> np.ndarray | None:
+        """The private plug-in covariance matrix as an array, or ``None`` when the fit
+        released none (what :meth:`cov_params` labels, without its refusal)."""
+        return self._cov
+
+    def exog_matrix(self, exog, transform: bool = True,
+                    name: str = "exog") -> tuple[np.ndarray, list]:
+        """Design rows for public covariate values, and their labels.
+
+        Parameters
+        ----------
+        exog : DataFrame, dict or array-like
+            As for :meth:`predict`.
+        transform : bool
+            Build the design from a DataFrame (or dict) through the formula.
+        name : str
+            The parameter named in error messages.
+
+        Returns
+        -------
+        X : ndarray
+            ``(k, p)`` design rows.
+        labels : list or None
+            The rows' labels (a DataFrame's index).
+        """
         if exog is None:
             raise OptionError(f"{name} is required: a Results object holds no data, so pass "
                               "the (public) rows to predict for")
@@ -310,7 +350,7 @@ class DPRegressionResults:
         if isinstance(exog, pd.DataFrame) and not transform:
             return exog.to_numpy(dtype=float), list(exog.index)
         if isinstance(exog, dict) and transform and self.formula is not None:
-            return self._exog_matrix(pd.DataFrame(exog, index=None if any(
+            return self.exog_matrix(pd.DataFrame(exog, index=None if any(
                 np.ndim(v) for v in exog.values()) else [0]), name=name)
         labels = list(exog.index) if isinstance(exog, pd.DataFrame) else None
         try:
@@ -363,12 +403,11 @@ class DPRegressionResults:
         """
         if which not in ("mean", "linear"):
             raise OptionError(f"which must be 'mean' or 'linear', got {which!r}")
-        X, _ = self._exog_matrix(exog, transform)
+        X, _ = self.exog_matrix(exog, transform)
         eta = X @ self.params.to_numpy()
-        if which == "mean" and self.family_name == "logistic":
-            from scipy.special import expit
-
-            return expit(eta)
+        link = self.family.inverse_link
+        if which == "mean" and link is not None:
+            return link(eta)[0]
         return eta
 
     def get_prediction(self, exog=None, transform: bool = True, *, method: str | None = None,
@@ -395,7 +434,7 @@ class DPRegressionResults:
         """
         from dpreg.prediction import predict_rows
 
-        X, labels = self._exog_matrix(exog, transform)
+        X, labels = self.exog_matrix(exog, transform)
         return predict_rows(self, X, labels if row_labels is None else row_labels, method)
 
     def get_margeff(self, at: Any = "overall", method: str = "dydx", atexog=None,
@@ -526,7 +565,8 @@ class DPRegressionResults:
 
         The file holds what the result holds: private estimates, inference records,
         the ledger, public settings and the formula's public design description
-        (declared categories), never data. Load it with :func:`dpreg.load`.
+        (declared categories), never data. Load it with :func:`dpreg.load`. A path is
+        written atomically (:func:`dpreg.pickling.write_pickle`).
 
         Parameters
         ----------
@@ -535,11 +575,7 @@ class DPRegressionResults:
         remove_data : bool
             Accepted for statsmodels compatibility (there is no data to remove).
         """
-        if hasattr(fname, "write"):
-            pickle.dump(self, fname, protocol=pickle.HIGHEST_PROTOCOL)
-            return
-        with open(os.fspath(fname), "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        write_pickle(self, fname)
 
     @classmethod
     def load(cls, fname) -> "DPRegressionResults":
@@ -560,14 +596,7 @@ class DPRegressionResults:
         Loading runs pickle: load only files you trust, as with statsmodels'
         ``load_pickle``.
         """
-        if hasattr(fname, "read"):
-            obj = pickle.load(fname)
-        else:
-            with open(os.fspath(fname), "rb") as fh:
-                obj = pickle.load(fh)
-        if not isinstance(obj, DPRegressionResults):
-            raise DataError(f"{fname!r} holds a {type(obj).__name__}, not a dpreg result")
-        return obj
+        return read_instance(fname, (DPRegressionResults,), "dpreg result")
 
     def plot_trajectory(self, *, alpha: float = 0.05, methods=None, start: float = 0.005,
                         truth=None, path=None, show: bool = False):
@@ -599,7 +628,9 @@ class DPRegressionResults:
                                path=path, show=show)
 
     # -- presentation ------------------------------------------------------------------
-    def _privacy_line(self) -> str:
+    @property
+    def privacy_description(self) -> str:
+        """The budget in one line (``"mu = 1 (Gaussian DP)"``), or ``"non-private"``."""
         if not self.private or self.ledger is None:
             return "non-private"
         return self.ledger.request.describe()
@@ -642,7 +673,7 @@ class DPRegressionResults:
     def __repr__(self) -> str:
         kind = "private" if self.private else "oracle"
         return (f"<DPRegressionResults {kind} {self.family_label} n={self.nobs} "
-                f"engine={self.engine} privacy={self._privacy_line()!r}>")
+                f"engine={self.engine} privacy={self.privacy_description!r}>")
 
 
 @dataclass(frozen=True)

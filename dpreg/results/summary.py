@@ -23,6 +23,7 @@ import pandas as pd
 from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
+from dpreg.inference.methods import method_labels
 from dpreg.tables import Summary
 
 if TYPE_CHECKING:
@@ -37,12 +38,9 @@ LAYOUTS = ("wide", "long")
 LONG_SETTING = 40
 WRAP_WIDTH = 88
 
-#: Display names of the inference methods (``Results.inferences`` keys).
-METHOD_LABELS = {"plugin": "Plug-in", "rs": "RS", "oracle": "Oracle",
-                 "batch_means": "Batch means", "runs": "Independent runs (t)",
-                 "checkpoints": "Checkpoints (t)", "sandwich": "Sandwich",
-                 "pboot": "Parametric bootstrap (percentile)",
-                 "pboot_basic": "Parametric bootstrap (basic)"}
+#: Display names of the inference methods (``Results.inferences`` keys), from the
+#: registry of interval methods (:data:`dpreg.inference.methods.METHODS`).
+METHOD_LABELS = method_labels()
 
 
 # ------------------------------------------------------------------------- one fit
@@ -73,7 +71,7 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         "No. Observations:": str(res.nobs),
         "Rows dropped (missing):": str(res.n_dropped),
         "Df Model:": str(res.df_model),
-        "Privacy:": res._privacy_line(),
+        "Privacy:": res.privacy_description,
     }
     if res.private and res.ledger is not None:
         eps, acct = res.ledger.epsilon_rigorous
@@ -157,7 +155,7 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
 
     # the default inference (the header's, bse's, pvalues' and conf_int()'s) comes
     # first; another method's columns are labelled with its name
-    default = res._inference(None)
+    default = res.inference(None)
     if default.is_standard_error:
         standard_error_columns(default, "")
         if "rs" in res.inferences:
@@ -168,7 +166,7 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
             if inf.is_standard_error:
                 cols[METHOD_LABELS.get(name, name) + " s.e."] = inf.scale
                 break
-    return pd.DataFrame(cols, index=res._names)
+    return pd.DataFrame(cols, index=list(res.params.index))
 
 
 # ---------------------------------------------------------------- several fits
@@ -265,7 +263,7 @@ def summary_col_wide(results: Sequence[DPRegressionResults], *,
     index, rows = [], []
     columns = []
     for res in results:
-        inf = res._inference(method)
+        inf = res.inference(method)
         theta = res.params.to_numpy()
         pvals = pd.Series(inf.pvalues(theta), index=res.params.index)
         ci = pd.DataFrame(inf.conf_int(theta, alpha), index=res.params.index)
@@ -299,7 +297,7 @@ def summary_col_wide(results: Sequence[DPRegressionResults], *,
         smry.add_title(title)
     smry.add_df(frame, header=True, align="r")
     below = ("Standard errors in parentheses" if stat == "se" else "")
-    if stat == "ci" or any(not r._inference(method).is_standard_error for r in results):
+    if stat == "ci" or any(not r.inference(method).is_standard_error for r in results):
         level = f"{100 * (1 - alpha):g}%"
         below += ("; " if below else "") + f"{level} intervals in brackets"
     smry.add_text(below + ".")

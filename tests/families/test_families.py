@@ -1,5 +1,6 @@
 """Families: derivatives, closed forms, bounds, oracles against statsmodels, bad input."""
 
+import dataclasses
 import math
 import warnings
 
@@ -77,6 +78,38 @@ def test_registry_and_codes_are_unique():
     assert len({f.code for f in FAMILIES.values()}) == len(FAMILIES)
     with pytest.raises(OptionError, match="unknown family"):
         get_family("poisson")
+
+
+def test_capabilities_are_consistent():
+    """A family's capability attributes agree with its loss: a 0/1 outcome has an inverse
+    link and no location start; the squared loss is the one whose d2loss is 1 and
+    whose LDP step is the offset step always."""
+    for fam in FAMILIES.values():
+        assert fam.binary_outcome == (fam.inverse_link is not None) == (not fam.location)
+        assert fam.squared_loss == (fam.ldp_offset_step == "always") == (fam.name == "linear")
+        if fam.squared_loss:
+            assert fam.d2loss(3.0, -1.0, math.inf, 0.5) == 1.0
+    with pytest.raises(ValueError, match="ldp_offset_step"):
+        dataclasses.replace(FAMILIES["linear"], ldp_offset_step="sometimes")
+
+
+def test_logistic_inverse_link_and_its_derivatives():
+    # against the closed forms in e = exp(-eta): p = 1/(1+e), p' = e/(1+e)^2,
+    # p'' = e(e-1)/(1+e)^3 (rtol 1e-6: the link computes 1 - p, whose relative error is
+    # about 1e-16 / (1 - p) < 1e-7 for eta <= 20), and
+    # p' against central differences of p for |eta| <= 5 (rtol 1e-6: h = 1e-4, error
+    # O(h^2); further out the difference of two p near 1 cancels)
+    eta = np.linspace(-20, 20, 81)
+    mean, d1, d2 = get_family("logistic").inverse_link(eta)
+    e = np.exp(-eta)
+    np.testing.assert_allclose(mean, 1 / (1 + e), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(d1, e / (1 + e) ** 2, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(d2, e * (e - 1) / (1 + e) ** 3, rtol=1e-6, atol=0)
+    h = 1e-4
+    m = lambda x: 1 / (1 + np.exp(-x))  # noqa: E731
+    near = np.abs(eta) <= 5
+    np.testing.assert_allclose(d1[near], (m(eta + h) - m(eta - h))[near] / (2 * h),
+                               rtol=1e-6, atol=0)
 
 
 class _UnitScale(sm.robust.scale.HuberScale):

@@ -1,0 +1,112 @@
+"""The registry of interval methods: ``METHODS[name] -> Method``.
+
+One record per name a fit's ``inferences`` may hold (and ``cov_type`` may choose): its
+label in summaries, whether its scale is a standard error, one line for the command
+line's help, and the engines that offer it. The engines' ``cov_types``, the summaries'
+labels (:data:`dpreg.results.summary.METHOD_LABELS`) and ``python -m dpreg fit
+--cov-type`` read it. Adding a method: its construction in :mod:`dpreg.inference`, one
+line here, and its ``Inference`` record in the offering engines' fits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Method", "METHODS", "method_labels", "engine_methods", "offered_methods"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """One interval method (its fields are its attributes).
+
+    Parameters
+    ----------
+    name : str
+        Its key in ``Results.inferences`` and its ``cov_type``.
+    label : str
+        Its name in summaries.
+    standard_error : bool
+        Whether its per-coefficient scale is a standard error (``bse``); random scaling's
+        is not (its pivot has a non-normal law).
+    description : str
+        One line for the command line's help.
+    engines : tuple of str
+        The engines (keys of :data:`dpreg.fits.registry.ENGINES`) that offer it.
+    """
+
+    name: str
+    label: str
+    standard_error: bool
+    description: str
+    engines: tuple[str, ...]
+
+
+#: The interval methods, in the order each engine lists those it offers after its
+#: default (:func:`engine_methods`).
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("plugin", "Plug-in", True,
+           "plug-in covariance from the privately released Hessian (and score) matrices",
+           ("dpsgd", "ldp_sgd", "adassp", "ssp")),
+    Method("rs", "RS", False,
+           "random scaling of the averaged path (exact pivot law, no standard error)",
+           ("dpsgd", "ldp_sgd")),
+    Method("batch_means", "Batch means", True,
+           "batch means of the path (t law)", ("ldp_sgd", "dpgd")),
+    Method("checkpoints", "Checkpoints (t)", True,
+           "t interval over checkpoint estimates of one DP-GD path", ("dpgd",)),
+    Method("runs", "Independent runs (t)", True,
+           "t interval over independent DP-GD runs, each paid from the budget", ("dpgd",)),
+    Method("pboot", "Parametric bootstrap (percentile)", True,
+           "parametric bootstrap of the released sums, percentile interval", ("ssp",)),
+    Method("pboot_basic", "Parametric bootstrap (basic)", True,
+           "parametric bootstrap of the released sums, basic interval", ("ssp",)),
+    Method("sandwich", "Sandwich", True,
+           "heteroskedasticity-robust sandwich from a private meat (robust=True)", ("ssp",)),
+    Method("oracle", "Oracle", True,
+           "the non-private oracle's standard errors (NOT private)", ()),
+)}
+
+
+def method_labels() -> dict[str, str]:
+    """``{name: label}`` of every method (what summaries print).
+
+    Returns
+    -------
+    dict
+        The labels, in registry order.
+    """
+    return {name: m.label for name, m in METHODS.items()}
+
+
+def engine_methods(engine: str, default: str) -> tuple[str, ...]:
+    """The methods ``engine`` offers, ``default`` first (an options record's
+    ``cov_types``).
+
+    Parameters
+    ----------
+    engine : str
+        An engine's name.
+    default : str
+        Its default method, which it must offer.
+
+    Returns
+    -------
+    tuple of str
+        ``default``, then the engine's other methods in registry order.
+    """
+    offered = [name for name, m in METHODS.items() if engine in m.engines]
+    if default not in offered:
+        raise ValueError(f"engine {engine!r} does not offer its default {default!r}")
+    return (default, *[name for name in offered if name != default])
+
+
+def offered_methods() -> tuple[str, ...]:
+    """Every method that some engine offers, in registry order (``--cov-type``'s
+    choices).
+
+    Returns
+    -------
+    tuple of str
+        The names.
+    """
+    return tuple(name for name, m in METHODS.items() if m.engines)
