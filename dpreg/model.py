@@ -264,6 +264,22 @@ class DPRegression:
         """Name of the outcome."""
         return self.design.endog_name
 
+    def range_columns(self) -> dict[str, tuple[np.ndarray, tuple[float, float]]]:
+        """The columns whose ranges ``fit(ranges="private")`` learns.
+
+        Returns
+        -------
+        dict
+            ``{column: (values of the design's rows, declared box)}`` for the numeric
+            data columns with declared bounds (the outcome included), in a fixed public
+            order; empty when the model keeps no data source (a Dask frame, or a model
+            built from a design). The values are private data: this is for the fit and
+            the sensitivity audit, not for printing.
+        """
+        if self._source is None:
+            return {}
+        return self._source.range_columns(self.design)
+
     # ------------------------------------------------------------------------------
     def fit(self, **options) -> DPRegressionResults:
         """Fit privately.
@@ -452,7 +468,7 @@ class DPRegression:
             raise OptionError("ranges='private' rebuilds the design with the learned ranges: "
                               "build the model with DPRegression(endog, exog, bounds=...) or "
                               "from a formula and a pandas DataFrame (dp_ols, from_formula)")
-        columns = self._source.range_columns(self.design)
+        columns = self.range_columns()
         if not columns:
             raise OptionError("ranges='private' learns the ranges of the numeric columns with "
                               "declared bounds, inside those bounds; no column of the model "

@@ -127,3 +127,30 @@ def test_the_path_audit_finds_a_kernel_that_clips_looser_than_the_ledger(monkeyp
     assert honest.set_index("release").loc["DP-SGD path", "ratio"] <= 1 + 1e-9
     # (the corner rows' gradients reach 2.2 times the charge under the loose clip)
     assert broken.set_index("release").loc["DP-SGD path", "ratio"] > 1.5
+
+
+RANGES_SAMPLE = [("dpsgd", "poisson", "linear", None, "private", "square"),
+                 ("ssp", None, "linear", None, "private", "categorical")]
+
+
+@pytest.mark.parametrize("cell", RANGES_SAMPLE, ids=lambda c: "-".join(map(str, c)))
+def test_private_ranges_release_in_the_grid(cell):
+    table = audit_cell(*cell, ranges=True)
+    assert list(table["release"]) == ["ranges (noisy histograms)"]
+    _check(table)
+    # one count moves per column (zero-out) or two (replace-one): the bound is attained
+    assert table["ratio"].iloc[0] == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", sens_audit.ranges_cells(), ids=lambda c: "-".join(map(str, c)))
+def test_private_ranges_whole_grid(cell):
+    _check(audit_cell(*cell, ranges=True))
+
+
+def test_the_ranges_audit_finds_a_histogram_that_counts_a_row_twice(monkeypatch):
+    # a release whose rows weigh 2 would change by twice the charge; the audit must see it
+    real = sens_audit.column_histogram
+    monkeypatch.setattr(sens_audit, "column_histogram", lambda v, e: 2 * real(v, e))
+    table = audit_cell(*RANGES_SAMPLE[0], ranges=True)
+    assert table["ratio"].iloc[0] > 1.5

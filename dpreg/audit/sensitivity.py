@@ -28,8 +28,10 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 from dpreg.families import get_family
+from dpreg.privacy.ranges import DEFAULT_BINS, RANGES_EVENT, column_histogram, grid_edges
 
-__all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "audit_cell", "GRID_SAMPLE"]
+__all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "ranges_cells", "audit_cell",
+           "GRID_SAMPLE"]
 
 #: Ledger names of the central matrix releases, by engine, with the statistic each sums.
 _RELEASES = {
@@ -43,7 +45,7 @@ _RELEASES = {
 #: Releases that are sums over the rows (under zero-out a removed row adds nothing to
 #: them, so they are compared unscaled); the others are means over n.
 _SUMS = {"DP-SGD path", "LDP-SGD gradients", "SSP X'X", "SSP X'y", "SSP y'y",
-         "SSP meat sum g g'"}
+         "SSP meat sum g g'", RANGES_EVENT}
 
 
 def corner_rows(data: pd.DataFrame, bounds: Mapping[str, Any],
@@ -101,7 +103,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
                              family: str = "linear", levels: Mapping[str, Any] | None = None,
                              weights: str | None = "default", engine: str = "dpsgd",
                              n_thetas: int = 3, rng=None, limit: int = 256,
-                             **options) -> pd.DataFrame:
+                             ranges: bool = False, **options) -> pd.DataFrame:
     """Audit the sensitivities of one option combination's releases: the matrices
     (``G``, ``A``, ``S``; SSP's ``X'X``, ``X'y``, ``y'y`` and meat) and the path's
     clipped gradients (one step's sum for DP-SGD, the mean for DP-GD, one row's
@@ -131,6 +133,10 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     rng : numpy.random.Generator, int or None
     limit : int
         Most replacement rows (:func:`corner_rows`).
+    ranges : bool
+        Audit the release of ``fit(ranges="private")`` instead: the noisy histograms of
+        the bounded columns (the engine's own releases then use the learned ranges as
+        declared bounds, which the rest of the grid covers).
     **options
         Fit options (``condition``, ``sampling``, ``clip``, ``x_bound``, ...).
 
@@ -164,8 +170,10 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         short = dict(fit_kw)
         if engine in ("dpsgd", "dpgd"):
             short.setdefault("steps", 50)
+        if ranges:
+            short["ranges"] = "private"
         res = base.fit(mu=1.0, random_state=0, **short)
-    names = _RELEASES[engine]
+    names = {RANGES_EVENT: "ranges"} if ranges else _RELEASES[engine]
     ledger = {e.name: e.sensitivity for e in res.ledger.events if e.name in names}
     opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
     problem = base.problem
@@ -174,7 +182,10 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         problem.public_settings(opts, cond, full_batch=engine != "dpsgd")
     p = problem.design.k_exog
     thetas = [np.zeros(p)] + [rng.normal(size=p) for _ in range(max(0, n_thetas - 1))]
-    if engine == "ldp_sgd":  # the LDP sums: replace the last row (same path up to it)
+    if ranges:
+        position = 0
+        stats = _range_histograms
+    elif engine == "ldp_sgd":  # the LDP sums: replace the last row (same path up to it)
         position = len(data) - 1
         stats = _ldp_sums
     else:
@@ -242,6 +253,15 @@ def _central_statistics(model, cond, pub, thetas, names, opts):
         grid = [None] if which == "G" else thetas
         out[name] = [problem.matrix_statistic(which, Z, pub, t) for t in grid]
     return out
+
+
+def _range_histograms(model, cond, pub, thetas, names, opts):
+    """The histograms ``fit(ranges="private")`` releases, by the release's own
+    functions, concatenated over the columns."""
+    columns = model.range_columns()
+    return {RANGES_EVENT: [np.concatenate(
+        [column_histogram(values, grid_edges(*box, DEFAULT_BINS))
+         for values, box in columns.values()])]}
 
 
 def _dpgd_statistics(model, cond, pub, thetas, names, opts):
@@ -380,6 +400,23 @@ GRID_SAMPLE = [
 ]
 
 
+def ranges_cells() -> list[tuple]:
+    """The cells whose ``fit(ranges="private")`` release is audited: every central
+    engine and sampling (DP-SGD under both, DP-GD, SSP) and every bounds form, for the
+    linear family (the histograms do not depend on the family, weights or conditioning:
+    they count the raw bounded columns).
+
+    Returns
+    -------
+    list of tuple
+        Cells as :func:`grid_cells` gives them; pass ``ranges=True`` to
+        :func:`audit_cell`.
+    """
+    return [(engine, sampling, "linear", None, "private", form)
+            for engine, sampling in _GRID_ENGINES if engine != "ldp_sgd"
+            for form in GRID_FORMS]
+
+
 def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     age = rng.uniform(20, 60, n)
@@ -391,7 +428,8 @@ def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
 
 
 def audit_cell(engine: str, sampling: str | None, family: str, weights: str | None,
-               condition: str, form: str, seed: int = 7) -> pd.DataFrame:
+               condition: str, form: str, seed: int = 7,
+               ranges: bool = False) -> pd.DataFrame:
     """:func:`audit_matrix_sensitivity` of one cell of :func:`grid_cells` on 24 rows in
     natural units, with the cell's columns added to the table.
 
@@ -408,6 +446,8 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
         A key of :data:`GRID_FORMS`.
     seed : int
         Seed of the simulated data set.
+    ranges : bool
+        Audit the release of ``fit(ranges="private")`` (:func:`ranges_cells`).
 
     Returns
     -------
@@ -430,7 +470,7 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
         warnings.simplefilter("ignore")
         table = audit_matrix_sensitivity(formula, data, bounds=bounds, family=family,
                                          levels=levels, weights=weights, engine=engine,
-                                         rng=3, **options)
+                                         rng=3, ranges=ranges, **options)
     cell = dict(engine=engine, sampling=sampling or "", family=family,
                 weights=weights or "none", condition=condition, form=form)
     return table.assign(**cell)
