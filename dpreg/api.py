@@ -244,6 +244,7 @@ def dp_iv2sls(formula: str, data, *, mu: float | None = None, epsilon: float | N
     model = DPRegression._from_design(dx, family="linear")
     problem = model.problem
     problem.check_privacy(strict)
+    replace(problem, design=dw).check_privacy(strict)  # categorical/stateful instruments
     iv = IVProblem(structural=problem, instruments=dw,
                    exog_rows=_term_columns(dw, ("Intercept", *parts.exog_terms)),
                    endog_cols=_term_columns(dx, parts.endog_terms),

@@ -238,3 +238,16 @@ def test_privacy_covariance_matches_the_noise(seed):
     # 2000 draws: the s.d. has relative Monte Carlo error ~1.6%; the delta method at
     # one release against another and its second-order terms, a few percent more
     np.testing.assert_allclose(np.sqrt(np.diag(est0.privacy_cov)), sd, rtol=0.1)
+
+
+def test_instrument_categories_read_off_the_data_warn(seed):
+    from dpreg.exceptions import PrivacyLeakWarning
+
+    df = simulate(2000, np.random.default_rng(seed))
+    df["g"] = np.where(df.z2 > 0, "hi", "lo")
+    with pytest.warns(PrivacyLeakWarning, match=r"categories of \['C\(g\)'\]"):
+        dpreg.dp_iv2sls("y ~ 1 + x + [d ~ z1 + C(g)]", df, mu=5.0, bounds=BOUNDS,
+                        random_state=1)
+    res = dpreg.dp_iv2sls("y ~ 1 + x + [d ~ z1 + C(g)]", df, mu=5.0, bounds=BOUNDS,
+                          levels={"g": ["hi", "lo"]}, random_state=1)
+    assert list(res.params.index) == ["Intercept", "x", "d"]
