@@ -8,7 +8,7 @@ privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
 
 from dpreg import datasets, privacy
-from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols, oracle
+from dpreg.api import dp_expectile, dp_huber, dp_iv2sls, dp_logit, dp_ols, oracle
 from dpreg.exceptions import (
                               BudgetExceededError,
                               ConvergenceError,
@@ -30,7 +30,8 @@ from dpreg.stream import LDPStream
 __version__ = "0.2.0"
 
 __all__ = [
-    "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "DPRegression", "DPRegressionResults",
+    "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "dp_iv2sls", "DPRegression",
+    "DPRegressionResults",
     "LDPStream", "oracle", "summary_col", "datasets",
     "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
     "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, Mapping
 
 from dpreg.exceptions import OptionError
+from dpreg.fits.iv import IVOptions, IVProblem, fit_iv2sls
 from dpreg.fits.registry import check_known
+from dpreg.formula import build_design, capture_env, parse_iv_formula
 from dpreg.model import DPRegression
 from dpreg.options import MODEL_OPTIONS
+from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
 
-__all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit", "oracle"]
+__all__ = ["dp_ols", "dp_huber", "dp_expectile", "dp_logit", "dp_iv2sls", "oracle"]
 
 
 def _fit(formula, data, family, options, eval_env=1) -> DPRegressionResults:
@@ -133,6 +137,119 @@ def dp_logit(formula: str, data, **options) -> DPRegressionResults:
     DPRegressionResults
     """
     return _fit(formula, data, "logistic", dict(options))
+
+
+def _term_columns(design, terms) -> tuple[int, ...]:
+    """Positions of the columns of ``terms`` in ``design`` (patsy may reorder terms)."""
+    slices = design.design_info.term_name_slices
+    return tuple(sorted(j for t in terms if t in slices
+                        for j in range(*slices[t].indices(design.k_exog))))
+
+
+def dp_iv2sls(formula: str, data, *, mu: float | None = None, epsilon: float | None = None,
+              delta: float | None = None, rho: float | None = None,
+              bounds: Mapping[str, Any] | None = None,
+              levels: Mapping[str, Any] | None = None, missing: str = "drop",
+              cov_type: str = "plugin", budget_split: Mapping[str, float] | None = None,
+              n_boot: int = 2000, random_state=None, strict: bool = False,
+              eval_env: int = 0) -> DPRegressionResults:
+    """Differentially private two-stage least squares (instrumental variables).
+
+    Sufficient-statistics perturbation: ``W'W``, ``W'X``, ``W'y``, ``X'X``, ``X'y`` and
+    ``y'y`` of the clipped rows are each released once by the Gaussian mechanism
+    (``W`` the exogenous regressors and excluded instruments, ``X`` the exogenous and
+    endogenous regressors), and the 2SLS estimate, its intervals and the first-stage F
+    statistics are computed from the releases (user guide: "Instrumental variables").
+
+    Parameters
+    ----------
+    formula : str
+        linearmodels' syntax: ``"y ~ 1 + x + [d ~ z1 + z2]"``, exogenous regressors
+        ``x``, endogenous ``d``, excluded instruments ``z1, z2``. As in linearmodels,
+        there is an intercept only where the formula says ``1``.
+    data : pandas.DataFrame
+        The data.
+    mu : float, optional
+        Total budget in Gaussian DP.
+    epsilon : float, optional
+        Total budget in (epsilon, delta)-DP, with ``delta``.
+    delta : float, optional
+        With ``epsilon``.
+    rho : float, optional
+        Total budget in zCDP. Give exactly one of ``mu``, ``epsilon`` (with ``delta``),
+        ``rho``.
+    bounds : dict
+        Public ``{column: (lower, upper)}`` bounds of the outcome and of every numeric
+        regressor and instrument (required: rows are clipped to them).
+    levels : dict, optional
+        Public categories of categorical columns.
+    missing : {"drop", "raise"}
+        Rows with a missing value in any variable of the model are dropped (the count is
+        public by assumption) or raise.
+    cov_type : {"plugin", "pboot", "pboot_basic"}
+        The interval behind ``bse`` and ``pvalues``: the plug-in normal interval
+        (default) or the parametric bootstrap's percentile or basic interval. All three
+        are in ``res.inferences``.
+    budget_split : dict, optional
+        Shares of ``mu^2`` of the six releases (:class:`dpreg.fits.iv.IVOptions`).
+    n_boot : int
+        Bootstrap replicates.
+    random_state : int, numpy.random.SeedSequence, numpy.random.Generator or None
+        The noise's seed.
+    strict : bool
+        Raise instead of warning when a category is read from the data.
+    eval_env : int
+        Frames above the caller in which to look up functions used in the formula.
+
+    Returns
+    -------
+    DPRegressionResults
+        Engine ``"IV-2SLS (SSP)"``; ``res.first_stage`` holds the private first-stage F
+        statistics (one per endogenous regressor).
+
+    Warns
+    -----
+    ConvergenceWarning
+        When a private first-stage F is below 10 (weak instruments), and when a noisy
+        matrix had to be floored.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dpreg
+    >>> rng = np.random.default_rng(0)
+    >>> z = rng.uniform(-1, 1, 2000); u = rng.uniform(-1, 1, 2000)
+    >>> d = np.clip(z + 0.5 * u, -2, 2); y = np.clip(1 + d + u, -4, 6)
+    >>> df = pd.DataFrame({"y": y, "d": d, "z": z})
+    >>> res = dpreg.dp_iv2sls("y ~ 1 + [d ~ z]", df, mu=1e6, random_state=1,
+    ...                       bounds={"y": (-4, 6), "d": (-2, 2), "z": (-1, 1)})
+    >>> res.params.index.tolist()
+    ['Intercept', 'd']
+    """
+    parts = parse_iv_formula(formula)
+    opts = IVOptions(cov_type=cov_type, budget_split=budget_split, n_boot=n_boot,
+                     random_state=random_state)
+    request = PrivacyRequest.from_options(mu=mu, epsilon=epsilon, delta=delta, rho=rho)
+    env = capture_env(eval_env + 1)
+    full = build_design(parts.combined, data, missing=missing, bounds=bounds, levels=levels,
+                        eval_env=env)
+    rows = data
+    if full.missing_rows is not None:
+        rows = data.loc[~full.missing_rows] if hasattr(data, "loc") else data
+        rows = rows.reset_index(drop=True)
+    dx = build_design(parts.structural, rows, missing=missing, bounds=bounds, levels=levels,
+                      eval_env=env)
+    dw = build_design(parts.instrumental, rows, missing=missing, bounds=bounds,
+                      levels=levels, eval_env=env)
+    dx = replace(dx, formula=formula, n_dropped=full.n_dropped)
+    model = DPRegression._from_design(dx, family="linear")
+    problem = model.problem
+    problem.check_privacy(strict)
+    replace(problem, design=dw).check_privacy(strict)  # categorical/stateful instruments
+    iv = IVProblem(structural=problem, instruments=dw,
+                   exog_rows=_term_columns(dw, ("Intercept", *parts.exog_terms)),
+                   endog_cols=_term_columns(dx, parts.endog_terms),
+                   n_dropped=full.n_dropped)
+    return fit_iv2sls(iv, opts, request)
 
 
 def oracle(formula: str, data, *, family: str = "linear", c: float | None = None,
