@@ -241,7 +241,7 @@ def dp_iv2sls(formula: str, data, *, mu: float | None = None, epsilon: float | N
     dw = build_design(parts.instrumental, rows, missing=missing, bounds=bounds,
                       levels=levels, eval_env=env)
     dx = replace(dx, formula=formula, n_dropped=full.n_dropped)
-    model = DPRegression._from_design(dx, family="linear")
+    model = DPRegression.from_design(dx, family="linear")
     problem = model.problem
     problem.check_privacy(strict)
     replace(problem, design=dw).check_privacy(strict)  # categorical/stateful instruments

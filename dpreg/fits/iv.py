@@ -31,7 +31,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
-from dpreg.fits.ssp import _intercept, _to_user
+from dpreg.fits.ssp import intercept_column, params_to_user
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.iv import first_stage_f, iv_covariance, iv_estimate, iv_pboot_replicates
@@ -202,7 +202,7 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
         raise OptionError(f"2SLS needs at least as many excluded instruments as endogenous "
                           f"regressors; got {L - len(iv.exog_rows)} instrument column(s) for "
                           f"{len(iv.endog_cols)} endogenous column(s)")
-    intercept = _intercept(problem)
+    intercept = intercept_column(problem)
     lo, hi = dx.endog_bounds
     shift = (lo + hi) / 2 if intercept is not None else 0.0
     y_bound = (hi - lo) / 2 if intercept is not None else max(abs(lo), abs(hi))
@@ -222,7 +222,7 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
     rel = release_iv(sums, events, rng_noise)
     del sums
     est = iv_estimate(rel)
-    params = _to_user(cond_x, est.params, shift, intercept)
+    params = params_to_user(cond_x, est.params, shift, intercept)
 
     # intervals
     covs = {"plugin": cond_x.covariance(iv_covariance(est))}
@@ -232,7 +232,7 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
         "plus the delta-method variance of the privacy noise; it covers the structural "
         "coefficients under homoskedastic errors (rows within the declared bounds).",
         cov=covs["plugin"])}
-    reps = _to_user(cond_x, iv_pboot_replicates(est, rel, opts.n_boot, rng_boot), shift,
+    reps = params_to_user(cond_x, iv_pboot_replicates(est, rel, opts.n_boot, rng_boot), shift,
                     intercept)
     for name, kind in (("pboot", "percentile"), ("pboot_basic", "basic")):
         note = (f"Parametric bootstrap, {kind} interval from B = {opts.n_boot} replicates of "

@@ -63,8 +63,8 @@ from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_ssp", "ssp_plan", "SSPOptions", "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT",
-           "ArraySource", "events_builder"]
+__all__ = ["fit_ssp", "ssp_plan", "intercept_column", "params_to_user", "SSPOptions",
+           "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT", "ArraySource", "events_builder"]
 
 LABEL = "SSP"
 #: Shares of mu^2 of X'X, X'y and y'y (see SSPOptions for the reason).
@@ -232,8 +232,18 @@ def _check_ssp_problem(problem: Problem) -> None:
                           "bounds={column: (lower, upper)}")
 
 
-def _intercept(problem: Problem) -> int | None:
-    """The column that is the intercept: named so, with public bounds (1, 1)."""
+def intercept_column(problem: Problem) -> int | None:
+    """The column that is the intercept: named so, with public bounds (1, 1).
+
+    Parameters
+    ----------
+    problem : Problem
+
+    Returns
+    -------
+    int or None
+        Its position, or ``None`` without an intercept.
+    """
     design = problem.design
     for j, name in enumerate(design.exog_names):
         if name in INTERCEPT_NAMES and design.column_bounds \
@@ -270,7 +280,7 @@ def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
                           f"declare bounds for {list(design.undeclared)} (bounds={{column: "
                           "(lower, upper)}) or give x_bound=")
     lo, hi = design.endog_bounds
-    j = _intercept(problem)
+    j = intercept_column(problem)
     shift = (lo + hi) / 2 if j is not None else 0.0
     y_bound = (hi - lo) / 2 if j is not None else max(abs(lo), abs(hi))
     clip = None
@@ -280,9 +290,25 @@ def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
                        clip=None if clip is None else float(clip)), j
 
 
-def _to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
-             intercept: int | None) -> np.ndarray:
-    """Engine coordinates with the shifted outcome -> the user's coefficients."""
+def params_to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
+                   intercept: int | None) -> np.ndarray:
+    """Coefficients in the engine's coordinates, fitted to the outcome less ``shift``
+    -> the user's coefficients (the intercept takes the shift back).
+
+    Parameters
+    ----------
+    cond : Conditioning
+    theta_z : ndarray (..., p)
+        One estimate, or replicates in rows.
+    shift : float
+        The public shift of the outcome.
+    intercept : int or None
+        The intercept's column (:func:`intercept_column`).
+
+    Returns
+    -------
+    ndarray (..., p)
+    """
     theta = np.array(theta_z, dtype=float, copy=True)
     if intercept is not None:
         theta[..., intercept] += shift
@@ -316,7 +342,7 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
         covers = target
     reps_z = pboot_replicates(est.params, est.gram, sampling, rel.s_gram, rel.s_xty,
                               rel.floor, opts.n_boot, rng)
-    reps = _to_user(cond, reps_z, settings.y_shift, intercept)
+    reps = params_to_user(cond, reps_z, settings.y_shift, intercept)
     what = "the meat M~ (robust=True)" if opts.robust else "sigma~^2 G~+"
     for name, kind in (("pboot", "percentile"), ("pboot_basic", "basic")):
         note = (f"Parametric bootstrap (Ferrando, Wang & Sheldon 2022), {kind} interval from "
@@ -430,7 +456,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         meat, meat_clipped = source.meat(settings, est.params)
         rel = replace(rel, meat=release_meat(meat, events[3], rng_noise))
     theta_z = est.params
-    params = _to_user(cond, theta_z, settings.y_shift, intercept)
+    params = params_to_user(cond, theta_z, settings.y_shift, intercept)
     inferences, covs = _inferences(est, rel, opts, cond, settings, intercept, rng_boot, params)
 
     notes = list(source.notes())
