@@ -88,8 +88,9 @@ class ContrastResults:
         self.df_denom = df_denom
         self.note = note
         self.is_standard_error = distribution not in ("rs", "rs_F")
-        #: True when ``pvalue`` is the random-scaling table's floor (the p-value is at
-        #: most this value; see :data:`dpreg.inference.rs_joint.P_FLOOR`).
+        #: True when ``pvalue`` is only an upper bound: the random-scaling table's floor
+        #: (:data:`dpreg.inference.rs_joint.P_FLOOR`), or ``1 / (B + 1)`` when no
+        #: re-released replicate reached the statistic (``"boot"`` joint tests).
         self.pvalue_is_bound = bool(distribution == "rs_F" and np.all(
             np.asarray(pvalue) <= P_FLOOR * (1 + 1e-9)))
         self._critical = critical
@@ -183,6 +184,12 @@ class ContrastResults:
                     f"df_denom={_g(self.df_denom)}, df_num={_g(self.df_num)}>")
             return text + (f"\nNote: {self.note}" if self.distribution == "rs_F"
                            and self.note else "")
+        if self.distribution == "boot":
+            p = f"<={self.pvalue:.4g}" if self.pvalue_is_bound else f"={self.pvalue:.4g}"
+            return (f"<{getattr(self, 'test_name', 'Wald test')} (re-released covariance, "
+                    f"{self.method}): "
+                    f"statistic={self.statistic!r}, p{p}, df_num={_g(self.df_num)}>"
+                    f"\nNote: {self.note}")
         return (f"<Wald test (chi2, {self.method}): statistic={self.statistic}, "
                 f"p-value={self.pvalue}, df_denom={_g(self.df_denom)}>")
 
@@ -276,13 +283,21 @@ def _replicate_reference(wald, effect, C, R, replicates, n_r, method, *, f_scale
     draws = rng.multivariate_normal(np.zeros(n_r), C, size=B, method="eigh")
     ref = np.array([d @ np.linalg.solve(R @ Cb @ R.T, d)
                     for d, Cb in zip(draws, replicates, strict=True)])
-    pvalue = float((1 + np.sum(ref >= wald)) / (B + 1))
+    exceed = int(np.sum(ref >= wald))
+    pvalue = float((1 + exceed) / (B + 1))
     statistic = wald / n_r if f_scale else wald
-    return ContrastResults(distribution="boot", statistic=statistic, pvalue=pvalue,
-                           method=method, df_num=n_r,
-                           note=f"reference law from {B} re-releases of the private "
-                                "covariance (parametric bootstrap of the released "
-                                "matrices), not the chi-square")
+    out = ContrastResults(distribution="boot", statistic=statistic, pvalue=pvalue,
+                          method=method, df_num=n_r,
+                          note=f"reference law from {B} re-releases of the private "
+                               "covariance (parametric bootstrap of the released "
+                               "matrices), not the chi-square" + (
+                                   f"; no replicate reached the statistic, so the p-value "
+                                   f"is at most 1/{B + 1}" if exceed == 0 else ""))
+    out.pvalue_is_bound = exceed == 0
+    out.test_name = "F test" if f_scale else "Wald test"
+    if f_scale:
+        out.fvalue = statistic  # statsmodels' name of an F test's statistic
+    return out
 
 
 def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,

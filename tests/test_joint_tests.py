@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 from scipy import stats
 
 import dpreg
@@ -54,3 +55,15 @@ def test_joint_test_of_twelve_true_restrictions_holds_its_size():
         chi2 += stats.chi2.sf(float(np.squeeze(test.statistic)), P) < 0.05
     assert rejected <= 8, rejected
     assert chi2 > rejected  # the old reference over-rejects on the same fits
+
+
+def test_a_statistic_beyond_every_replicate_reports_a_bound():
+    res = _fit(1)
+    far = res.f_test("x0 = 5, x1 = -5")
+    B = res.inferences["plugin"].cov_replicates.shape[0]
+    assert far.pvalue_is_bound and float(far.pvalue) == pytest.approx(1 / (B + 1))
+    assert far.fvalue == far.statistic
+    assert str(far).startswith("<F test (re-released covariance, plugin)")
+    assert f"p<={1 / (B + 1):.4g}" in str(far)
+    near = res.wald_test("x0 = 0")
+    assert not near.pvalue_is_bound and str(near).startswith("<Wald test")
