@@ -131,7 +131,8 @@ def cmd_fit(args) -> int:
         model_opts["tau"] = args.tau
     options = dict(random_state=args.seed, engine=args.engine, progress=args.progress,
                    strict=args.strict)
-    for name in ("cov_type", "sampling", "batch_size", "steps", "clip", "lr", "x_bound"):
+    for name in ("cov_type", "sampling", "batch_size", "steps", "clip", "lr", "x_bound",
+                 "ranges"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
     # Warnings are about the command's inputs: report them as the command's, not as
@@ -230,6 +231,10 @@ def main(argv=None) -> int:
     fit.add_argument("--clip", type=float)
     fit.add_argument("--lr", type=float)
     fit.add_argument("--x-bound", dest="x_bound", type=float)
+    fit.add_argument("--ranges", choices=["declared", "private"],
+                     help="'private': spend a small share of the budget (a ledger row) to "
+                          "learn tight clipping ranges inside the declared bounds "
+                          "(central engines); default: the declared bounds")
     fit.add_argument("--progress", action="store_true")
     fit.add_argument("--strict", action="store_true",
                      help="refuse (exit with an error) where a bound, category or other "

@@ -23,6 +23,17 @@ def test_fit_a_csv(tmp_path, capsys, small_frame):
     assert code == 0 and "C(g)[T.c]" in out and "mu = 2" in out
 
 
+def test_fit_with_private_ranges(tmp_path, capsys, small_frame):
+    path = tmp_path / "data.csv"
+    small_frame.to_csv(path, index=False)
+    code = main(["fit", "y ~ x + d", "--data", str(path), "--mu", "2", "--seed", "3",
+                 "--engine", "ssp", "--ranges", "private",
+                 "--bounds", "y=-10:10", "x=-5:5", "d=0:1"])
+    out = capsys.readouterr().out
+    assert code == 0 and "ranges (noisy histograms)" in out
+    assert "learned privately" in out
+
+
 def test_fit_reports_dpreg_errors_without_traceback(tmp_path, capsys, small_frame):
     path = tmp_path / "data.csv"
     small_frame.to_csv(path, index=False)
