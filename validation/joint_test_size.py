@@ -4,7 +4,9 @@ fits, by the plug-in (reference law from re-released covariances) and by random 
 Design: ``y = 1 + e`` with 12 covariates uniform on their declared boxes [-1, 1] (all
 slopes zero), the outcome clipped to [-4, 6], the defaults of ``dp_ols`` with
 ``cov_type="plugin"``. For q = 1, 4 and 12 restrictions (the first q slopes are zero) the
-share of fits whose ``wald_test`` p-value is below 0.05, per (n, mu).
+share of fits whose ``wald_test`` p-value is below 0.05, per (n, mu). A last row: a
+design in natural units (a quadratic in age, a log income, codebook boxes), its 5 slopes
+zero, against the chi-square reference on the same fits.
 
     python validation/joint_test_size.py [--reps 200]
 """
@@ -46,11 +48,42 @@ def cell(n: int, mu: float, reps: int) -> str:
     return f"n = {n:5d} mu = {mu:g}: {parts}  (MC s.e. {se:.3f})"
 
 
+NATURAL = "y ~ age + I(age ** 2) + educ + female + np.log(inc)"
+NATURAL_BOUNDS = {"y": (0, 100), "age": (16, 100), "educ": (0, 25), "female": (0, 1),
+                  "inc": (1000, 1e6)}
+
+
+def natural_cell(n: int, mu: float, reps: int) -> str:
+    """Natural units in codebook boxes (a quadratic in age, a log income), all 5 slopes
+    zero: the plug-in's joint test against its chi-square reference."""
+    from scipy import stats
+
+    rejected = chi2 = 0
+    for r in range(reps):
+        rng = np.random.default_rng(1000 + r)
+        data = pd.DataFrame({"age": rng.uniform(20, 60, n),
+                             "educ": np.clip(rng.normal(13, 2.5, n), 6, 20),
+                             "female": rng.integers(0, 2, n).astype(float),
+                             "inc": rng.lognormal(10, 0.5, n)})
+        data["y"] = np.clip(50 + rng.normal(0, 10, n), 0, 100)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dpreg.dp_ols(NATURAL, data, mu=mu, bounds=NATURAL_BOUNDS, random_state=r,
+                               cov_type="plugin")
+        test = res.wald_test("age = 0, I(age ** 2) = 0, educ = 0, female = 0, "
+                             "np.log(inc) = 0", scalar=True)
+        rejected += float(test.pvalue) < 0.05
+        chi2 += stats.chi2.sf(float(test.statistic), 5) < 0.05
+    return (f"natural units, n = {n:5d} mu = {mu:g}: plugin q=5: {rejected / reps:.3f} "
+            f"(chi-square reference {chi2 / reps:.3f})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=200)
     reps = parser.parse_args().reps
     lines = [cell(n, mu, reps) for n, mu in ((1000, 0.5), (1000, 5.0), (5000, 2.0))]
+    lines.append(natural_cell(2000, 5.0, reps))
     text = "\n".join(lines)
     print(text)
     OUT.write_text(text + "\n")
