@@ -359,6 +359,14 @@ class DPRegression:
             ``cov_type="sandwich"`` and a heteroskedasticity-robust bootstrap.
         n_boot : int
             SSP: bootstrap replicates (default 2000).
+        groups : str or array-like, optional
+            SSP: clusters as the privacy unit, a column of the data (or one label per
+            row of the data as given); needs ``max_group_size``. With ``robust=True``,
+            ``cov_type="cluster"`` (CR1, ``t(G-1)``) is offered. See the user guide's
+            SSP page, "Clusters as the privacy unit".
+        max_group_size : int, optional
+            SSP with ``groups``: the public bound ``K`` on a cluster's rows; each
+            cluster keeps its first ``K`` rows in the data's order.
         n_batches : int, optional
             LDP-SGD batch means: number of batches ``M`` (default ``round(n^0.25)``).
         n_estimates, burn_in : int
