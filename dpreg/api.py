@@ -48,8 +48,8 @@ def dp_ols(formula: str, data, **options) -> DPRegressionResults:
         ``epsilon``, ``delta`` / ``rho``, ``engine``, ``cov_type``, ``batch_size``,
         ``sampling``, ``steps``, ``clip``, ``lr``, ``lr_decay``, ``x_bound``,
         ``budget_split``, ``random_state``, ``progress``, ``strict``,
-        ``start_params``, ``diagnostics``, ``robust``, ``n_boot`` (see
-        :meth:`dpreg.DPRegression.fit`).
+        ``start_params``, ``diagnostics``, ``robust``, ``n_boot``, ``groups``,
+        ``max_group_size`` (see :meth:`dpreg.DPRegression.fit`).
 
     Returns
     -------

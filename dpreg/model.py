@@ -12,6 +12,7 @@ import warnings
 from typing import Any, Mapping
 
 import numpy as np
+import pandas as pd
 
 from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import (
@@ -358,6 +359,14 @@ class DPRegression:
             ``cov_type="sandwich"`` and a heteroskedasticity-robust bootstrap.
         n_boot : int
             SSP: bootstrap replicates (default 2000).
+        groups : str or array-like, optional
+            SSP: clusters as the privacy unit, a column of the data (or one label per
+            row of the data as given); needs ``max_group_size``. With ``robust=True``,
+            ``cov_type="cluster"`` (CR1, ``t(G-1)``) is offered. See the user guide's
+            SSP page, "Clusters as the privacy unit".
+        max_group_size : int, optional
+            SSP with ``groups``: the public bound ``K`` on a cluster's rows; each
+            cluster keeps its first ``K`` rows in the data's order.
         n_batches : int, optional
             LDP-SGD batch means: number of batches ``M`` (default ``round(n^0.25)``).
         n_estimates, burn_in : int
@@ -443,6 +452,8 @@ class DPRegression:
         if opts.diagnostics:
             leak("diagnostics=True attaches the count of clipped gradients, a "
                  "non-private statistic of the data", opts.strict)
+        if getattr(opts, "groups", None) is not None:
+            problem = dataclasses.replace(problem, groups=self._group_codes(opts))
         if opts.ranges == "private":
             res = self._fit_private_ranges(opts, request, frozenset(options))
         else:
@@ -450,6 +461,39 @@ class DPRegression:
         if auto_reason is not None:
             res.notes = res.notes + (auto_reason,)
         return res
+
+    def _group_codes(self, opts) -> np.ndarray:
+        """``groups=`` (a column of the data, or one value per row of the data as given)
+        -> the cluster code ``0 .. G-1`` of each design row, in the rows' order."""
+        groups, design = opts.groups, self.design
+        if self._rows is not None:
+            raise OptionError("groups= is not supported for rows in a Dask DataFrame; pass "
+                              "a pandas DataFrame")
+        if opts.ranges == "private":
+            raise OptionError("groups= is not supported with ranges='private' (the range "
+                              "histograms are calibrated to one row); declare the bounds")
+        if isinstance(groups, str):
+            if not isinstance(self._source, _FormulaRows):
+                raise OptionError(f"groups={groups!r} names a column of the data, which a "
+                                  "model built from arrays has not; pass one cluster label "
+                                  "per row")
+            data = self._source.data
+            if groups not in data.columns:
+                raise OptionError(f"groups={groups!r} is not a column of the data")
+            values = data[groups].to_numpy()
+        else:
+            values = np.asarray(groups)
+            n_given = design.nobs + design.n_dropped
+            if values.ndim != 1 or values.shape[0] != n_given:
+                raise OptionError(f"groups must be a column name or one label per row of "
+                                  f"the data ({n_given}); got shape {values.shape}")
+        if design.missing_rows is not None:
+            values = values[~design.missing_rows]
+        codes, _ = pd.factorize(values, use_na_sentinel=True)
+        if np.any(codes < 0):
+            raise OptionError("groups has missing labels in rows the fit uses; drop those "
+                              "rows or give them a cluster")
+        return codes.astype(np.int64)
 
     def _fit_private_ranges(self, opts, request: PrivacyRequest, given: frozenset):
         """``ranges="private"``: learn each bounded column's range inside its declared box

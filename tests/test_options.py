@@ -66,6 +66,8 @@ def test_every_engine_accepts_each_of_its_cov_types_and_no_other():
                 runs = {"runs": 10} if cov_type == "runs" else {}  # = n_estimates
                 if cov_type == "sandwich":  # needs the meat's release
                     runs = {"robust": True}
+                if cov_type == "cluster":  # needs the cluster meat's release
+                    runs = {"robust": True, "groups": "g", "max_group_size": 5}
                 assert FitOptions(engine=engine, cov_type=cov_type, **runs).cov_type == cov_type
             else:
                 with pytest.raises(OptionError, match=f"not available with engine '{engine}'"):

@@ -29,6 +29,32 @@ is drawn, which is at most the Frobenius norm):
   (adaptive composition; ``beta~`` is post-processing of the first three releases), and
   its event is built from public constants before any data is touched.
 
+Clusters as the privacy unit (``groups=``, ``max_group_size=K``). Each cluster keeps
+its first ``K`` rows in the data's order (:func:`first_rows`; the rest are not read, a
+rule that publishes nothing), and two data sets are neighbours when one whole cluster
+(at most ``K`` rows) is replaced by another of at most ``K`` rows, the number of
+clusters ``G`` and the rows used ``n`` public (as ``n`` is for rows). A cluster adds
+``A = sum_{i<=K} a_i a_i'`` to ``X'X`` with ``||a_i|| <= x_bound``; for the replacing
+cluster's ``B = sum_i b_i b_i'``, both positive semi-definite,
+
+    ||A - B||_F^2 = ||A||_F^2 + ||B||_F^2 - 2 tr(AB) <= ||A||_F^2 + ||B||_F^2,
+
+since ``tr(AB) >= 0``, and ``||A||_F <= tr(A) = sum_i ||a_i||^2 <= K x_bound^2``, so
+
+* ``X'X``: ``||A - B||_F <= sqrt(2) K x_bound^2``, attained by ``K`` copies of a row
+  against ``K`` copies of an orthogonal row (``K x_bound^2`` for ``p = 1``: ``A, B``
+  in ``[0, K x_bound^2]``);
+* ``X'y``: ``||sum_i a_i y_i - sum_i b_i y'_i|| <= 2 K x_bound y_bound`` (triangle
+  inequality; attained by ``K`` copies of ``(a, y)`` against ``K`` of ``(-a, y)``);
+* ``y'y``: ``|sum_i y_i^2 - sum_i y'_i^2| <= K y_bound^2`` (two sums in ``[0, K
+  y_bound^2]``);
+* meat: one score per cluster, ``h_g = sum_{i in g} r_i x_i`` of the clipped rows,
+  clipped to norm ``clip`` (:func:`cluster_meat_sum`), so a cluster adds one rank-one
+  term and the row argument gives ``sqrt(2) clip^2`` (``clip^2`` for ``p = 1``).
+
+The sensitivities are ``K`` times the row's (the meat's unchanged, with its own
+``clip``); the events' adjacency is :func:`dpreg.privacy.events.cluster_adjacency`.
+
 Each release is ``Delta_k / s_k``-GDP and the fit is ``sqrt(sum_k mu_k^2)``-GDP. (The
 docstring of :func:`dpreg.privacy.mechanisms.gaussian_matrix_mechanism` bounds the
 Frobenius change of a mean of ``m m'`` terms by ``2B/n``; for a sum the tight constant
@@ -45,11 +71,12 @@ import numpy as np
 
 from dpreg.engines.adassp import adassp_sensitivities
 from dpreg.inference.ssp import SSPRelease, gram_floor
-from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
 __all__ = ["SSPSettings", "SSPSums", "MECHANISMS", "ssp_sensitivities", "ssp_events",
-           "ssp_sums", "add_sums", "meat_sum", "release_sums", "release_meat"]
+           "ssp_sums", "add_sums", "meat_sum", "release_sums", "release_meat", "first_rows",
+           "cluster_meat_sum"]
 
 #: Ledger names of the releases by budget-split key, in the order they are drawn.
 MECHANISMS = {"gram": "SSP X'X", "xty": "SSP X'y", "yty": "SSP y'y",
@@ -71,13 +98,18 @@ class SSPSettings:
         Public shift of the outcome (the midpoint of its declared bounds when the
         design has an intercept, which absorbs it; else 0).
     clip : float or None
-        Norm bound of the meat's scores (``None``: no meat is released).
+        Norm bound of the meat's scores (``None``: no meat is released): per row, or
+        per cluster with ``max_group_size``.
+    max_group_size : int or None
+        ``K``: clusters are the privacy unit, each of at most ``K`` rows (module
+        notes); ``None``: rows are.
     """
 
     x_bound: float
     y_bound: float
     y_shift: float = 0.0
     clip: float | None = None
+    max_group_size: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,12 +148,14 @@ def ssp_sensitivities(settings: SSPSettings, p: int) -> dict[str, float]:
     -------
     dict
         ``{"gram": sqrt(2) x_bound^2, "xty": 2 x_bound y_bound, "yty": y_bound^2}``
-        (``x_bound^2`` for the Gram matrix when ``p = 1``), and ``"meat": sqrt(2)
-        clip^2`` when ``settings.clip`` is set.
+        (``x_bound^2`` for the Gram matrix when ``p = 1``), each times ``K =
+        max_group_size`` for clusters, and ``"meat": sqrt(2) clip^2`` (``clip^2`` for
+        ``p = 1``) when ``settings.clip`` is set.
     """
     _, gram, xty = adassp_sensitivities(settings.x_bound, settings.y_bound)
-    out = {"gram": gram if p >= 2 else settings.x_bound ** 2, "xty": xty,
-           "yty": settings.y_bound ** 2}
+    k = 1 if settings.max_group_size is None else int(settings.max_group_size)
+    out = {"gram": k * (gram if p >= 2 else settings.x_bound ** 2), "xty": k * xty,
+           "yty": k * settings.y_bound ** 2}
     if settings.clip is not None:
         c2 = settings.clip ** 2
         out["meat"] = math.sqrt(2.0) * c2 if p >= 2 else c2
@@ -147,13 +181,15 @@ def ssp_events(settings: SSPSettings, p: int, split: Mapping[str, float],
         with noise ``Delta_k / (mu_scale sqrt(w_k))``, so the total is ``mu_scale``.
     """
     sens = ssp_sensitivities(settings, p)
+    adjacency = ("replace-one" if settings.max_group_size is None
+                 else cluster_adjacency(settings.max_group_size))
     out = []
     for key, name in MECHANISMS.items():
         if key not in split:
             continue
         mu_k = mu_scale * math.sqrt(split[key])
         out.append(GaussianMechanismEvent(name=name, sensitivity=sens[key],
-                                          noise_std=sens[key] / mu_k, adjacency="replace-one"))
+                                          noise_std=sens[key] / mu_k, adjacency=adjacency))
     return out
 
 
@@ -249,6 +285,68 @@ def meat_sum(Z: np.ndarray, y: np.ndarray, settings: SSPSettings,
         out += g.T @ g
         clipped += int(np.sum(gn > settings.clip))
     return out, clipped
+
+
+def first_rows(codes: np.ndarray, max_group_size: int) -> np.ndarray:
+    """Which rows each cluster keeps: its first ``max_group_size`` in the data's order.
+
+    Parameters
+    ----------
+    codes : ndarray of int (n,)
+        Cluster of each row (``0 .. G-1``).
+    max_group_size : int
+        ``K``.
+
+    Returns
+    -------
+    ndarray of bool (n,)
+    """
+    codes = np.asarray(codes)
+    order = np.argsort(codes, kind="stable")
+    sorted_codes = codes[order]
+    start = np.r_[0, np.flatnonzero(np.diff(sorted_codes)) + 1]
+    sizes = np.diff(np.r_[start, codes.size])
+    rank = np.empty(codes.size, dtype=np.int64)
+    rank[order] = np.arange(codes.size) - np.repeat(start, sizes)
+    return rank < int(max_group_size)
+
+
+def cluster_meat_sum(Z: np.ndarray, y: np.ndarray, settings: SSPSettings,
+                     theta: np.ndarray, codes: np.ndarray,
+                     n_groups: int) -> tuple[np.ndarray, int]:
+    """``sum_g h_g h_g'`` with ``h_g = sum_{i in g} r_i x_i`` of the clipped rows at
+    ``theta``, each cluster's score clipped to norm ``settings.clip``.
+
+    Parameters
+    ----------
+    Z, y : ndarray
+        As for :func:`ssp_sums` (the rows kept by :func:`first_rows`).
+    settings : SSPSettings
+        With ``clip`` set.
+    theta : ndarray (p,)
+        The released estimate, in the engine's coordinates (shifted outcome).
+    codes : ndarray of int (n,)
+        Cluster of each row, ``0 .. n_groups-1``.
+    n_groups : int
+        ``G``.
+
+    Returns
+    -------
+    (ndarray (p, p), int)
+        The meat and the number of cluster scores clipped (non-private).
+    """
+    Z = np.asarray(Z, dtype=float)
+    y = np.asarray(y, dtype=float)
+    theta = np.asarray(theta, dtype=float)
+    codes = np.asarray(codes)
+    p = Z.shape[1]
+    H = np.zeros((int(n_groups), p))
+    for start in range(0, Z.shape[0], _BLOCK):
+        Zc, yc, _ = _clipped(Z[start:start + _BLOCK], y[start:start + _BLOCK], settings)
+        np.add.at(H, codes[start:start + _BLOCK], Zc * (yc - Zc @ theta)[:, None])
+    hn = np.sqrt(np.einsum("ij,ij->i", H, H))
+    H = H * _shrink(hn, settings.clip)[:, None]
+    return H.T @ H, int(np.sum(hn > settings.clip))
 
 
 def _upper_mirrored(M: np.ndarray) -> np.ndarray:

@@ -89,13 +89,19 @@ class Problem:
     ``prior`` holds the mechanisms already released for this fit, before the engine's
     (the histograms of ``ranges="private"``, whose ranges are the design's bounds):
     :func:`calibrate_and_record` records them first and calibrates the engine's
-    mechanisms to what they leave of the request."""
+    mechanisms to what they leave of the request.
+
+    ``groups`` holds the cluster codes of the rows when clusters are the privacy unit
+    (``groups=``; only ``engine="ssp"`` takes it)."""
 
     design: Design
     objective: Objective
     conditioning: Conditioning
     rows: Any = None
     prior: tuple = ()
+    #: The cluster of each design row (integer codes ``0 .. G-1``, in the rows' order)
+    #: when clusters are the privacy unit (``groups=``, SSP only), else ``None``.
+    groups: Any = None
 
     @property
     def exog_names(self) -> list[str]:

@@ -32,6 +32,8 @@ from dpreg.engines.ssp import (
     MECHANISMS,
     SSPSettings,
     SSPSums,
+    cluster_meat_sum,
+    first_rows,
     meat_sum,
     release_meat,
     release_sums,
@@ -47,7 +49,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
-from dpreg.inference.base import Inference, NormalLaw
+from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.ssp import (
@@ -95,6 +97,18 @@ class SSPOptions(CommonOptions):
     n_boot : int
         Bootstrap replicates ``B`` (default 2000, so that the 2.5% quantiles have a
         small Monte Carlo error).
+    groups : str or array-like, optional
+        Clusters as the privacy unit: a column of the data (or one label per row of the
+        data as given). Two data sets are then neighbours when one whole cluster is
+        replaced, and every sensitivity is that of a cluster (:mod:`dpreg.engines.ssp`).
+        The number of clusters ``G`` is public, as ``n`` is. Needs ``max_group_size``.
+        With ``robust=True`` the meat is the cluster meat and ``cov_type="cluster"``
+        (CR1, ``t(G-1)``) is offered.
+    max_group_size : int, optional
+        ``K``, the public bound on a cluster's rows: each cluster keeps its first ``K``
+        rows in the data's order (the others are not read; nothing about the clusters'
+        sizes is published). With ``robust=True`` the default ``clip`` of the cluster
+        scores is ``K x_bound (upper - lower)``.
 
     Notes
     -----
@@ -142,6 +156,8 @@ class SSPOptions(CommonOptions):
     robust: bool = False
     clip: float | None = None
     n_boot: int = 2000
+    groups: Any = None
+    max_group_size: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -156,7 +172,29 @@ class SSPOptions(CommonOptions):
             raise OptionError("cov_type='sandwich' needs the meat, a fourth release: pass "
                               "robust=True (it takes a share of the budget)")
         integer_at_least("n_boot", self.n_boot, 100)
+        self._check_groups()
         self.split()  # validated here, read with split() by the fit
+
+    def _check_groups(self) -> None:
+        if self.groups is None:
+            if self.max_group_size is not None:
+                raise OptionError("max_group_size bounds the rows of a cluster; it needs "
+                                  "groups= (the column of cluster labels)")
+            if self.cov_type == "cluster":
+                raise OptionError("cov_type='cluster' needs groups= (the column of cluster "
+                                  "labels), max_group_size= and robust=True")
+            return
+        if self.max_group_size is None:
+            raise OptionError("groups= makes clusters the privacy unit and needs a public "
+                              "bound on their rows: give max_group_size= (each cluster "
+                              "keeps its first max_group_size rows)")
+        integer_at_least("max_group_size", self.max_group_size, 1)
+        if self.cov_type == "cluster" and not self.robust:
+            raise OptionError("cov_type='cluster' needs the cluster meat, a fourth release: "
+                              "pass robust=True (it takes a share of the budget)")
+        if self.cov_type == "sandwich":
+            raise OptionError("with groups= the meat is summed by cluster: use "
+                              "cov_type='cluster' (with robust=True), not 'sandwich'")
 
     def split(self) -> dict[str, float]:
         """The validated shares of ``mu^2`` by release."""
@@ -194,13 +232,20 @@ class ArraySource:
         The engine's coordinates.
     """
 
-    def __init__(self, problem: Problem, cond: Conditioning):
+    def __init__(self, problem: Problem, cond: Conditioning,
+                 max_group_size: int | None = None):
         self._X = problem.design.exog
         self._y = problem.design.endog
         self._cond = cond
         self._design = problem.design
-        self.nobs = problem.design.nobs
         self.n_dropped = problem.design.n_dropped
+        self._codes, self.n_groups = None, None
+        if problem.groups is not None:  # each cluster keeps its first K rows
+            keep = first_rows(problem.groups, max_group_size)
+            self._X, self._y = self._X[keep], self._y[keep]
+            self._codes = np.asarray(problem.groups)[keep]
+            self.n_groups = int(self._codes.max()) + 1 if self._codes.size else 0
+        self.nobs = self._X.shape[0]
 
     def notes(self) -> tuple[str, ...]:
         """The design's notes for the summary (:func:`dpreg.design.design_notes`)."""
@@ -214,7 +259,11 @@ class ArraySource:
         return ssp_sums(self._Z(), self._y, settings)
 
     def meat(self, settings: SSPSettings, theta: np.ndarray) -> tuple[np.ndarray, int]:
-        """The meat at the released ``theta`` (:func:`dpreg.engines.ssp.meat_sum`)."""
+        """The meat at the released ``theta`` (:func:`dpreg.engines.ssp.meat_sum`, or
+        :func:`dpreg.engines.ssp.cluster_meat_sum` by cluster)."""
+        if self._codes is not None:
+            return cluster_meat_sum(self._Z(), self._y, settings, theta, self._codes,
+                                    self.n_groups)
         return meat_sum(self._Z(), self._y, settings, theta)
 
 
@@ -284,10 +333,13 @@ def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
     shift = (lo + hi) / 2 if j is not None else 0.0
     y_bound = (hi - lo) / 2 if j is not None else max(abs(lo), abs(hi))
     clip = None
+    k = opts.max_group_size
     if opts.robust:
-        clip = opts.clip if opts.clip is not None else float(x_bound) * (hi - lo)
+        clip = opts.clip if opts.clip is not None else (
+            float(x_bound) * (hi - lo) * (1 if k is None else int(k)))
     return SSPSettings(x_bound=float(x_bound), y_bound=float(y_bound), y_shift=float(shift),
-                       clip=None if clip is None else float(clip)), j
+                       clip=None if clip is None else float(clip),
+                       max_group_size=None if k is None else int(k)), j
 
 
 def params_to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
@@ -317,7 +369,8 @@ def params_to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
 
 def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Conditioning,
                 settings: SSPSettings, intercept: int | None, rng: np.random.Generator,
-                params: np.ndarray) -> tuple[dict[str, Inference], dict[str, np.ndarray]]:
+                params: np.ndarray, n_groups: int | None = None
+                ) -> tuple[dict[str, Inference], dict[str, np.ndarray]]:
     """Every interval of the fit, in the user's coordinates, and their covariances."""
     target = ("the population coefficients of the linear model E[y|x] = x'beta with "
               "homoskedastic errors (rows within the declared bounds)")
@@ -329,7 +382,24 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
         "Plug-in (SSP): normal interval, sampling variance sigma~^2 G~^-1 plus the "
         "delta-method variance of the privacy noise; it covers " + target + ".",
         cov=covs["plugin"])}
-    if opts.robust:
+    if opts.robust and n_groups is not None:
+        proj = ("the projection parameter E[xx']^-1 E[xy] of the clipped distribution "
+                "(independent clusters of at most max_group_size rows; any dependence "
+                "within a cluster)")
+        n, p = rel.nobs, rel.xty.shape[0]
+        factor = (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
+        covs["cluster"] = cond.covariance(ssp_covariance(est, rel, sandwich=True,
+                                                         meat_factor=factor))
+        infs["cluster"] = Inference(
+            "cluster", np.sqrt(np.diag(covs["cluster"])), StudentLaw(max(n_groups - 1, 1)),
+            True,
+            f"Cluster-robust (SSP): t({n_groups - 1}) interval, G~^-1 (c M~ + privacy term) "
+            f"G~^-1 with the released cluster meat M~ and the CR1 factor c = G/(G-1) "
+            f"(n-1)/(n-p) = {factor:.4g} (G = {n_groups} clusters, public); it covers "
+            + proj + ".", cov=covs["cluster"])
+        sampling = rel.meat
+        covers = proj
+    elif opts.robust:
         covs["sandwich"] = cond.covariance(ssp_covariance(est, rel, sandwich=True))
         infs["sandwich"] = Inference(
             "sandwich", np.sqrt(np.diag(covs["sandwich"])), NormalLaw(), True,
@@ -343,7 +413,8 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
     reps_z = pboot_replicates(est.params, est.gram, sampling, rel.s_gram, rel.s_xty,
                               rel.floor, opts.n_boot, rng)
     reps = params_to_user(cond, reps_z, settings.y_shift, intercept)
-    what = "the meat M~ (robust=True)" if opts.robust else "sigma~^2 G~+"
+    what = ("the cluster meat M~ (robust=True)" if opts.robust and n_groups is not None
+            else "the meat M~ (robust=True)" if opts.robust else "sigma~^2 G~+")
     for name, kind in (("pboot", "percentile"), ("pboot_basic", "basic")):
         note = (f"Parametric bootstrap (Ferrando, Wang & Sheldon 2022), {kind} interval from "
                 f"B = {opts.n_boot} replicates of the release and the estimator (sampling "
@@ -430,13 +501,18 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     settings, intercept = ssp_plan(problem, opts, cond)
     split = opts.split()
     what = (f"SSP with x_bound = {settings.x_bound:.4g}, y_bound = {settings.y_bound:.4g}")
+    if (opts.groups is None) != (problem.groups is None):
+        raise OptionError("groups= must be resolved to the rows' clusters by the model "
+                          "(DPRegression.fit) before the SSP fit")
+    if problem.groups is not None and problem.rows is not None:
+        raise OptionError("groups= is not supported for rows in a Dask DataFrame")
 
     def build(scale):
         return ssp_events(settings, p, split, scale)
 
     # where the rows are: the design's arrays, or a Dask frame summed partition by
     # partition (dpreg.fits.ssp_dask), whose count n comes out of the same pass
-    source = (ArraySource(problem, cond) if problem.rows is None
+    source = (ArraySource(problem, cond, settings.max_group_size) if problem.rows is None
               else problem.rows.ssp_source(problem, cond))
     if source.nobs is not None:
         events, ledger = calibrate_and_record(request, build, source.nobs, what,
@@ -457,9 +533,18 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         rel = replace(rel, meat=release_meat(meat, events[3], rng_noise))
     theta_z = est.params
     params = params_to_user(cond, theta_z, settings.y_shift, intercept)
-    inferences, covs = _inferences(est, rel, opts, cond, settings, intercept, rng_boot, params)
+    n_groups = getattr(source, "n_groups", None)
+    inferences, covs = _inferences(est, rel, opts, cond, settings, intercept, rng_boot, params,
+                                   n_groups)
 
     notes = list(source.notes())
+    if n_groups is not None:
+        label = repr(opts.groups) if isinstance(opts.groups, str) else "groups"
+        notes.append(f"Privacy unit: a cluster of {label} (replace-one cluster); each "
+                     f"cluster keeps its first max_group_size = {settings.max_group_size} "
+                     f"rows in the data's order, and the sensitivities are per cluster. "
+                     f"The number of clusters G = {n_groups} and of rows used n = {n} are "
+                     "public by assumption, as n is for rows.")
     ratio = est.delta_ratio
     cap = 2.0 / math.sqrt(math.log(2.0 * p * p / FAILURE_PROB))
     notes.append(f"SSP intervals are for the population coefficients (not OLS on these "
@@ -502,12 +587,16 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     }
     if opts.robust:
         table["clip"] = settings.clip
+    if n_groups is not None:
+        table["n_groups"] = n_groups
+        table["max_group_size"] = settings.max_group_size
     table["random_state"] = seed_text(opts.random_state)
     labels = {"y_shift": "y_shift (public centre of y)", "floor": "eigenvalue floor (tau)",
               "n_floored": "eigenvalues floored", "lambda_min": "lambda_min(G~+) (private)",
               "delta_ratio": "2 s_G sqrt(p) / lambda_min", "sigma2": "sigma~^2 (private)",
               "sigma2_floored": "sigma~^2 at its floor", "budget_split": "budget_split (mu^2)",
-              "n_boot": "bootstrap replicates"}
+              "n_boot": "bootstrap replicates", "n_groups": "clusters G (public)",
+              "max_group_size": "max_group_size (rows kept per cluster)"}
     diagnostics = None
     if opts.diagnostics:
         diagnostics = {"rows_clipped": int(sums.rows_clipped)}

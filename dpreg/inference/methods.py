@@ -62,6 +62,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "parametric bootstrap of the released sums, basic interval", ("ssp",)),
     Method("sandwich", "Sandwich", True,
            "heteroskedasticity-robust sandwich from a private meat (robust=True)", ("ssp",)),
+    Method("cluster", "Cluster-robust", True,
+           "cluster-robust (CR1) sandwich from a private cluster meat, t(G-1) (groups=, "
+           "robust=True)", ("ssp",)),
     Method("oracle", "Oracle", True,
            "the non-private oracle's standard errors (NOT private)", ()),
 )}

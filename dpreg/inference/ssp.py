@@ -202,7 +202,8 @@ def privacy_term(theta: np.ndarray, s_gram: float, s_xty: float) -> np.ndarray:
     return s_xty ** 2 * np.eye(p) + s_gram ** 2 * C
 
 
-def ssp_covariance(est: SSPEstimate, rel: SSPRelease, sandwich: bool = False) -> np.ndarray:
+def ssp_covariance(est: SSPEstimate, rel: SSPRelease, sandwich: bool = False,
+                   meat_factor: float = 1.0) -> np.ndarray:
     """Delta-method covariance of ``beta~`` about the population coefficients.
 
     Parameters
@@ -211,8 +212,12 @@ def ssp_covariance(est: SSPEstimate, rel: SSPRelease, sandwich: bool = False) ->
     rel : SSPRelease
         Must hold ``meat`` when ``sandwich``.
     sandwich : bool
-        ``S = M~+`` (independent rows) instead of ``sigma~^2 G~+`` (homoskedastic
-        linear model).
+        ``S = M~+`` (independent rows, or clusters with a cluster meat) instead of
+        ``sigma~^2 G~+`` (homoskedastic linear model).
+    meat_factor : float
+        Multiplies ``M~+`` (sandwich only): the small-sample factor ``G/(G-1) (n-1)/(n-p)``
+        of the cluster-robust CR1 covariance (statsmodels' ``cov_type="cluster"``), 1
+        otherwise. The privacy term is not scaled.
 
     Returns
     -------
@@ -224,7 +229,7 @@ def ssp_covariance(est: SSPEstimate, rel: SSPRelease, sandwich: bool = False) ->
     if sandwich:
         if rel.meat is None:
             raise ValueError("the sandwich needs the released meat")
-        middle = middle + floor_eigenvalues(rel.meat, 0.0)[0]
+        middle = middle + float(meat_factor) * floor_eigenvalues(rel.meat, 0.0)[0]
     else:
         middle = middle + est.sigma2 * est.gram
     return _sym(Ginv @ middle @ Ginv)

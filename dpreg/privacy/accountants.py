@@ -75,7 +75,7 @@ from dp_accounting.rdp import RdpAccountant
 
 from dpreg._checks import number_in
 from dpreg.exceptions import BudgetExceededError, OptionError
-from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.events import GaussianMechanismEvent, is_replace_one
 from dpreg.privacy.wor_pld import wor_gaussian_pld
 from dpreg.privacy.wor_rdp import best_order
 
@@ -195,7 +195,7 @@ def _composed_pld(events, delta, vdi):
         # 1e-15, 3 to 4 times faster, and these sets are rebuilt at every root-finding step
         parts.append(wor_gaussian_pld(1.0, 1.0 / mu_g, 1, value_discretization_interval=vdi))
     elif mu_g > 0:
-        parts.append(_gaussian_pld(mu_g, vdi, events[0].adjacency == "replace-one"))
+        parts.append(_gaussian_pld(mu_g, vdi, is_replace_one(events[0].adjacency)))
     for e in events:
         if e.is_subsampled and e.sampling == "uniform":
             parts.append(wor_gaussian_pld(
@@ -211,7 +211,8 @@ def _composed_pld(events, delta, vdi):
 
 
 def _rdp_accountant(events, orders=None) -> RdpAccountant:
-    relation = _NR.REPLACE_ONE if events[0].adjacency == "replace-one" else _NR.ADD_OR_REMOVE_ONE
+    relation = (_NR.REPLACE_ONE if is_replace_one(events[0].adjacency)
+                else _NR.ADD_OR_REMOVE_ONE)
     acc = RdpAccountant(orders=orders, neighboring_relation=relation)
     for e in events:
         try:

@@ -23,6 +23,7 @@ released numbers, not such artefacts.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import dp_accounting
@@ -31,7 +32,8 @@ from dpreg._checks import integer_at_least, one_of, positive_number
 from dpreg.exceptions import OptionError
 from dpreg.privacy.gdp import dpsgd_mu, gaussian_mu
 
-__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES", "ZERO_OUT"]
+__all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES", "ZERO_OUT",
+           "cluster_adjacency", "is_replace_one"]
 
 #: A row replaced by a null row (one whose gradient and Hessian are zero) while the
 #: number of rows n stays public: what Poisson-sampled DP-SGD with a public n provides.
@@ -39,6 +41,44 @@ __all__ = ["GaussianMechanismEvent", "ADJACENCIES", "SAMPLINGS", "SCOPES", "ZERO
 #: would); a replace-one change is two zero-out changes (group privacy: 2 mu).
 ZERO_OUT = "zero-out (n public)"
 ADJACENCIES = ("replace-one", "add/remove", ZERO_OUT)
+#: One whole cluster (of at most K rows, K public) replaced by another of at most K rows,
+#: with the number of clusters G public: replace-one with the cluster as the unit. The
+#: accountants treat it as replace-one (the sensitivities are per cluster); the string
+#: carries K, e.g. ``"replace-one cluster (at most 20 rows)"``.
+_CLUSTER = re.compile(r"replace-one cluster \(at most [1-9][0-9]* rows?\)")
+
+
+def cluster_adjacency(max_group_size: int) -> str:
+    """The adjacency string of a replace-one-cluster release with clusters of at most
+    ``max_group_size`` rows.
+
+    Parameters
+    ----------
+    max_group_size : int
+        ``K``, public.
+
+    Returns
+    -------
+    str
+        ``"replace-one cluster (at most K rows)"``.
+    """
+    integer_at_least("max_group_size", max_group_size)
+    k = int(max_group_size)
+    return f"replace-one cluster (at most {k} row{'s' if k > 1 else ''})"
+
+
+def is_replace_one(adjacency: str) -> bool:
+    """Whether ``adjacency`` is accounted as replace-one (a row, or a whole cluster).
+
+    Parameters
+    ----------
+    adjacency : str
+
+    Returns
+    -------
+    bool
+    """
+    return adjacency == "replace-one" or bool(_CLUSTER.fullmatch(adjacency))
 SAMPLINGS = ("none", "uniform", "poisson")
 SCOPES = ("central", "local")
 # The schemes each sampling is analysed under (GDP CLT and dp_accounting alike).
@@ -58,9 +98,11 @@ class GaussianMechanismEvent:
         the largest distance between the outputs on two neighbouring data sets.
     noise_std : float
         Standard deviation of the Gaussian noise per coordinate per release.
-    adjacency : {"replace-one", "add/remove", "zero-out (n public)"}
+    adjacency : {"replace-one", "add/remove", "zero-out (n public)"} or str
         ``"zero-out (n public)"`` (:data:`ZERO_OUT`): one row replaced by a null row
-        with n unchanged and public; accounted as add/remove.
+        with n unchanged and public; accounted as add/remove. Or
+        :func:`cluster_adjacency`'s ``"replace-one cluster (at most K rows)"`` (no
+        sampling): accounted as replace-one, with the sensitivity per cluster.
     sampling : {"none", "uniform", "poisson"}
         ``"uniform"``: a fixed-size batch of ``sample_size`` rows drawn without
         replacement (analysed under replace-one); ``"poisson"``: each row joins with
@@ -100,7 +142,8 @@ class GaussianMechanismEvent:
             raise OptionError(f"name must be a non-empty string; got {self.name!r}")
         positive_number("sensitivity", self.sensitivity)
         positive_number("noise_std", self.noise_std)
-        one_of("adjacency", self.adjacency, ADJACENCIES)
+        if not (isinstance(self.adjacency, str) and _CLUSTER.fullmatch(self.adjacency)):
+            one_of("adjacency", self.adjacency, ADJACENCIES)
         one_of("sampling", self.sampling, SAMPLINGS)
         integer_at_least("count", self.count)
         one_of("scope", self.scope, SCOPES)

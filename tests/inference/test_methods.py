@@ -11,7 +11,7 @@ from dpreg.results.summary import METHOD_LABELS
 #: first its default: the registry must give the same tuples.
 OFFERED = {"dpsgd": ("plugin", "rs"), "ldp_sgd": ("rs", "plugin", "batch_means"),
            "dpgd": ("batch_means", "checkpoints", "runs"), "adassp": ("plugin",),
-           "ssp": ("plugin", "pboot", "pboot_basic", "sandwich")}
+           "ssp": ("plugin", "pboot", "pboot_basic", "sandwich", "cluster")}
 
 
 def test_engines_offer_what_they_did():
