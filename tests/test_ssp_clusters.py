@@ -214,3 +214,17 @@ def test_bad_options_are_named():
         fit(data, max_group_size=0)
     with pytest.raises(OptionError, match="one label per row"):
         fit(data, groups=np.zeros(3))
+
+
+def test_clusters_default_to_the_cluster_robust_interval(seed):
+    # rows within a cluster are dependent: with groups= and no cov_type the default is the
+    # cluster-robust interval (its meat released), not the plug-in of independent rows
+    data = make_clusters(seed, n_groups=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols(FORMULA, data, bounds=BOUNDS, engine="ssp", groups="school",
+                           max_group_size=20, mu=2.0, random_state=1)
+    assert res.cov_type == "cluster"
+    assert any("meat" in e.name for e in res.ledger.events)
+    plugin = fit(data, mu=2.0, robust=False, cov_type="plugin")
+    assert plugin.cov_type == "plugin"  # asked for: independent rows, the user's choice

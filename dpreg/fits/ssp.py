@@ -102,7 +102,9 @@ class SSPOptions(CommonOptions):
         data as given). Two data sets are then neighbours when one whole cluster is
         replaced, and every sensitivity is that of a cluster (:mod:`dpreg.engines.ssp`).
         The number of clusters ``G`` is public, as ``n`` is. Needs ``max_group_size``.
-        With ``robust=True`` the meat is the cluster meat and ``cov_type="cluster"``
+        The default interval is then ``cov_type="cluster"`` (with ``robust=True``: the
+        cluster meat is released); ``cov_type="plugin"`` assumes independent rows. With
+        ``robust=True`` the meat is the cluster meat and ``cov_type="cluster"``
         (CR1, ``t(G-1)``) is offered.
     max_group_size : int, optional
         ``K``, the public bound on a cluster's rows: each cluster keeps its first ``K``
@@ -160,6 +162,11 @@ class SSPOptions(CommonOptions):
     max_group_size: int | None = None
 
     def __post_init__(self):
+        if self.groups is not None and self.cov_type is None:
+            # clusters are the privacy unit because rows within one are dependent: the
+            # default interval is then the cluster-robust one (its meat is a release)
+            object.__setattr__(self, "cov_type", "cluster")
+            object.__setattr__(self, "robust", True)
         super().__post_init__()
         if not isinstance(self.robust, (bool, np.bool_)):
             raise OptionError(f"robust must be True or False, got {self.robust!r}")
