@@ -974,19 +974,34 @@ def design_prototype(design_info) -> dict:
     """
     columns: dict[str, Any] = {}
     for factor, info in design_info.factor_infos.items():
-        env = info.state.get("eval_env") if isinstance(info.state, dict) else None
-        # names the code found in the formula's namespace as functions or modules (data
-        # columns shadow the namespace in patsy, so other values may be columns)
-        known = {k for ns in getattr(env, "_namespaces", []) for k, v in ns.items()
-                 if callable(v) or isinstance(v, types.ModuleType)}
-        words = [w for w in _IDENT.findall(getattr(factor, "code", factor.name()))
-                 if w not in known and not hasattr(builtins, w)]
-        for word in words:
+        for word in _factor_words(factor, info):
             if info.type == "categorical":
                 columns[word] = tuple(info.categories)
             else:
                 columns.setdefault(word, "numeric")
     return {"columns": columns, "names": tuple(design_info.column_names)}
+
+
+def _factor_words(factor, info) -> list[str]:
+    """The identifiers a factor's code reads that are not functions or modules of the
+    formula's namespace (data columns shadow the namespace in patsy, so other values
+    may be columns)."""
+    env = info.state.get("eval_env") if isinstance(info.state, dict) else None
+    known = {k for ns in getattr(env, "_namespaces", []) for k, v in ns.items()
+             if callable(v) or isinstance(v, types.ModuleType)}
+    return [w for w in _IDENT.findall(getattr(factor, "code", factor.name()))
+            if w not in known and not hasattr(builtins, w)]
+
+
+def numerical_columns(design: Design) -> set[str]:
+    """The data columns that some numerical factor of ``design`` reads (outcome or
+    covariates): those whose values, not only their categories, enter the model."""
+    out: set[str] = set()
+    for design_info in (design.endog_info, design.design_info):
+        for factor, info in design_info.factor_infos.items():
+            if info.type != "categorical":
+                out.update(_factor_words(factor, info))
+    return out
 
 
 def design_info_from_prototype(formula: str, prototype: dict, eval_env: int = 0):

@@ -27,7 +27,7 @@ from dpreg.families import Family, Objective, family_constants, get_family, mall
 from dpreg.fits.common import Problem, leak, ranges_rng
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
-from dpreg.formula import build_design, capture_env, column_kinds
+from dpreg.formula import build_design, capture_env, column_kinds, numerical_columns
 from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ranges import (
@@ -58,9 +58,12 @@ class _FormulaRows:
         columns the formula uses that have declared bounds, in the data's order."""
         kinds = column_kinds(self.formula, self.data)
         keep = slice(None) if design.missing_rows is None else ~design.missing_rows
+        # a numeric column used only as categories (C(g)) has no range to learn: its
+        # values are levels, and clipping one would make a new level
+        numerical = numerical_columns(design)
         out = {}
         for col, kind in kinds.items():
-            if kind == "numeric" and col in self.bounds:
+            if kind == "numeric" and col in self.bounds and str(col) in numerical:
                 values = self.data[col].to_numpy(dtype=float, na_value=np.nan)[keep]
                 out[str(col)] = (values, self.bounds[col])
         return out
@@ -84,6 +87,10 @@ class _ArrayRows:
     def range_columns(self, design: Design) -> dict[str, tuple[np.ndarray, tuple]]:
         """``{column: (values, declared box)}`` of the outcome and the design columns
         with declared bounds (the intercept excepted), in the design's order."""
+        if design.endog_name in design.exog_names:
+            raise OptionError(f"the outcome and a regressor are both named "
+                              f"{design.endog_name!r}: rename one, so that each has its own "
+                              "bounds and its own learned range")
         out = {}
         if design.endog_name in self.bounds:
             out[design.endog_name] = (design.endog, self.bounds[design.endog_name])

@@ -49,7 +49,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from dpreg._checks import integer_at_least, number_in
-from dpreg.exceptions import OptionError
+from dpreg.exceptions import DataError, OptionError
 from dpreg.privacy.calibration import calibrate_mu_scale
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.request import PrivacyRequest
@@ -115,7 +115,12 @@ def column_histogram(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
         Counts (float64), summing to ``n``.
     """
     bins = len(edges) - 1
-    x = np.clip(np.asarray(values, dtype=float), edges[0], edges[-1])
+    x = np.asarray(values, dtype=float)
+    if not np.all(np.isfinite(x)):
+        # the callers drop rows with missing values first; a NaN would land in a bin
+        raise DataError("a column whose range is learned has missing or infinite values; "
+                        "drop those rows (missing='drop') first")
+    x = np.clip(x, edges[0], edges[-1])
     idx = np.clip(np.searchsorted(edges, x, side="right") - 1, 0, bins - 1)
     return np.bincount(idx, minlength=bins).astype(float)
 
@@ -228,7 +233,8 @@ def ranges_event(k: int, mu: float, adjacency: str, bins: int = DEFAULT_BINS,
 def calibrate_ranges_event(request: PrivacyRequest, engine_build, k: int, share: float,
                            adjacency: str, bins: int = DEFAULT_BINS) -> GaussianMechanismEvent:
     """The histograms' event, calibrated with the engine's so that the whole fit meets
-    ``request`` and the histograms get ``share`` of its GDP scale's square.
+    ``request`` and the histograms get ``share`` of its GDP scale's square (of ``rho``
+    itself for a zCDP request).
 
     Parameters
     ----------
@@ -264,6 +270,11 @@ def calibrate_ranges_event(request: PrivacyRequest, engine_build, k: int, share:
     fixed in advance).
     """
     number_in("ranges share", share, 0, 1)
+    if request.unit == "rho":
+        # zCDP composes by adding rho, and a subsampled engine's steps are charged as
+        # unsampled there (its GDP scale is then tiny): the histograms take ``share`` of
+        # rho itself (a Gaussian mechanism's rho is mu^2 / 2), the engine the rest
+        return ranges_event(k, math.sqrt(2.0 * share * request.rho), adjacency, bins)
 
     def joint(scale: float) -> list[GaussianMechanismEvent]:
         return [ranges_event(k, scale * math.sqrt(share), adjacency, bins),
