@@ -16,6 +16,7 @@ import pandas as pd
 
 from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import (
+    INTERCEPT_NAMES,
     Design,
     check_bounds,
     check_identified,
@@ -453,6 +454,8 @@ class DPRegression:
         request = PrivacyRequest.from_options(mu=opts.mu, epsilon=opts.epsilon,
                                               delta=opts.delta, rho=opts.rho)
         problem = self.problem
+        if getattr(opts, "absorb", None) is not None:
+            problem = self._absorb_problem(opts.absorb)
         if self._rows is None:  # a Dask frame's rows are counted by the engine's pass
             check_public_size(problem.design, local=opts.engine == "ldp_sgd")
         problem.check_privacy(opts.strict)
@@ -468,6 +471,44 @@ class DPRegression:
         if auto_reason is not None:
             res.notes = res.notes + (auto_reason,)
         return res
+
+    def _absorb_problem(self, column: str) -> Problem:
+        """``absorb=column`` (SSP): the problem whose design adds the column's dummies
+        (``C(column)`` with its declared levels, beside the formula's intercept), with
+        the positions of the absorbed columns (the intercept and the dummies) that the
+        results do not report."""
+        if self._rows is not None:
+            raise OptionError("absorb= is not supported for rows in a Dask DataFrame; pass "
+                              "a pandas DataFrame")
+        source = self._source
+        if not isinstance(source, _FormulaRows):
+            raise OptionError(f"absorb={column!r} names a column of the data, which a model "
+                              "built from arrays has not: build it from a formula")
+        if column not in source.data.columns:
+            raise OptionError(f"absorb={column!r} is not a column of the data")
+        if column not in (source.levels or {}):
+            raise OptionError(f"absorb={column!r}: the levels of the absorbed column are "
+                              f"public and must be declared: pass levels={{{column!r}: "
+                              "[level, ...]}")
+        if column in column_kinds(source.formula, source.data):
+            raise OptionError(f"absorb={column!r} is already in the formula "
+                              f"{source.formula!r}: remove it from the formula, or do not "
+                              "absorb it")
+        code = (f"C({column})" if column.isidentifier() else f"C(Q({column!r}))")
+        design = build_design(f"{source.formula} + {code}", source.data,
+                              missing=source.missing, bounds=source.bounds,
+                              levels=source.levels, eval_env=source.env,
+                              binary_outcome=source.binary_outcome)
+        if design.nobs != self.design.nobs:
+            raise OptionError(f"absorb={column!r} has missing values in rows the fit uses; "
+                              "drop those rows or give them a level")
+        cols = design.design_info.term_name_slices[code]
+        positions = [j for j, name in enumerate(design.exog_names)
+                     if name in INTERCEPT_NAMES] + list(range(cols.start, cols.stop))
+        n_levels = len(dict.fromkeys(source.levels[column]))
+        return dataclasses.replace(self.problem, design=design,
+                                   conditioning=default_conditioning(design),
+                                   absorbed=(column, n_levels, tuple(sorted(positions))))
 
     def _group_codes(self, opts) -> np.ndarray:
         """``groups=`` (a column of the data, or one value per row of the data as given)

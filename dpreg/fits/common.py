@@ -92,7 +92,11 @@ class Problem:
     mechanisms to what they leave of the request.
 
     ``groups`` holds the cluster codes of the rows when clusters are the privacy unit
-    (``groups=``; only ``engine="ssp"`` takes it)."""
+    (``groups=``; only ``engine="ssp"`` takes it).
+
+    ``absorbed`` holds the design's columns of absorbed fixed effects (``absorb=``, SSP
+    only): the column's name, its number of levels and the positions of its columns (the
+    intercept and the dummies), which the results do not report."""
 
     design: Design
     objective: Objective
@@ -102,6 +106,9 @@ class Problem:
     #: The cluster of each design row (integer codes ``0 .. G-1``, in the rows' order)
     #: when clusters are the privacy unit (``groups=``, SSP only), else ``None``.
     groups: Any = None
+    #: ``(column, n_levels, positions)`` of absorbed fixed effects (``absorb=``, SSP
+    #: only), else ``None``.
+    absorbed: Any = None
 
     @property
     def exog_names(self) -> list[str]:
@@ -452,6 +459,13 @@ class FitRecord:
         Non-private counts asked for with ``diagnostics=True``.
     nobs, n_dropped : int, optional
         Rows used and dropped (default: the design's).
+    names : tuple of str, optional
+        The names of the reported coefficients when they are not all the design's
+        (absorbed fixed effects); ``params`` and the inferences are then theirs, and the
+        results have no design for ``predict`` to rebuild.
+    df_resid : int, optional
+        The residual degrees of freedom when they are not ``nobs`` less the reported
+        coefficients (absorbed fixed effects).
     """
 
     params: np.ndarray
@@ -469,6 +483,8 @@ class FitRecord:
     diagnostics: dict | None = field(default=None)
     nobs: int | None = None
     n_dropped: int | None = None
+    names: tuple[str, ...] | None = None
+    df_resid: int | None = None
 
 
 def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
@@ -494,14 +510,15 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
         settings = settings.with_setting("diagnostics", NonPrivateDiagnostics.LABEL)
     if record.checked:
         extras["convergence"] = report
+    names = design.exog_names if record.names is None else record.names
     return DPRegressionResults(
-        params=record.params, names=design.exog_names, endog_name=design.endog_name,
+        params=record.params, names=names, endog_name=design.endog_name,
         inferences=record.inferences, cov_type=record.cov_type,
         nobs=design.nobs if record.nobs is None else record.nobs,
         df_model=design.df_model, private=True, family_label=problem.objective.label(),
         engine=record.engine, settings=settings,
         n_dropped=design.n_dropped if record.n_dropped is None else record.n_dropped,
         formula=design.formula, ledger=record.ledger, cov_matrix=record.cov_matrix,
-        design_info=design.design_info, trajectory=record.trajectory, notes=notes,
-        extras=extras)
+        design_info=design.design_info if record.names is None else None,
+        trajectory=record.trajectory, notes=notes, extras=extras, df_resid=record.df_resid)
 

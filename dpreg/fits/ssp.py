@@ -10,6 +10,28 @@ bootstrap of Ferrando, Wang and Sheldon (2022) (``"pboot"``, ``"pboot_basic"``).
 :mod:`dpreg.engines.ssp` for the releases and their sensitivities and
 :mod:`dpreg.inference.ssp` for the estimator and the intervals.
 
+Absorbed fixed effects (``absorb="state"``, the levels declared with ``levels=``). The
+design gains ``C(state)`` with the declared levels beside the formula's intercept (the
+intercept and ``L - 1`` dummies; without an intercept, ``L`` dummies), so every SSP
+code path (centring ``y`` by the intercept, the conditioning, the releases, the
+estimator, the intervals) is the one of a formula with a categorical term. A row's
+design vector holds the intercept's 1 and at most one dummy's 1, so the declared
+row-norm bound ``x_bound`` counts the dummies once (``1 + 1 + sum_j max z_j^2`` under the
+square root), not ``L`` times. The released ``X'X``, ``X'y`` and ``y'y`` then carry the
+per-level counts (the dummies' diagonal), the per-level sums of the covariates and of
+the outcome (the dummy rows of ``X'X`` and ``X'y``) and the pooled cross-products. This
+is parallel composition over the levels: replacing one row changes the blocks of its
+old and new level only, and the change of the whole release is bounded by the row
+sensitivities :func:`dpreg.engines.ssp.ssp_sensitivities` computes from ``x_bound``
+(``sqrt(2) x_bound^2``, ``2 x_bound y_bound``, ``y_bound^2``), whatever ``L``: one budget
+for all levels, not one per level. The levels are public (declared), so the set of
+released entries is too. The within estimator of the slopes is post-processing: by the
+Frisch-Waugh-Lovell theorem the slopes of ``beta~`` from the full released Gram are
+the within (demeaned) slopes, and the slopes' block of the plug-in covariance is their
+covariance. The results report the slopes only (the absorbed coefficients, estimates of
+per-level means, are not printed, as in ``linearmodels``' ``AbsorbingLS``); ``df_model``
+and ``df_resid = n - p`` count the intercept and the dummies.
+
 Unlike ``engine="adassp"`` (Wang 2018, whose data-dependent ridge shrinks the estimate
 and whose interval is about OLS on the sample), SSP has no ridge and its intervals are
 about the population coefficients.
@@ -111,6 +133,14 @@ class SSPOptions(CommonOptions):
         rows in the data's order (the others are not read; nothing about the clusters'
         sizes is published). With ``robust=True`` the default ``clip`` of the cluster
         scores is ``K x_bound (upper - lower)``.
+    absorb : str, optional
+        A categorical column of the data whose fixed effects are absorbed: its dummies
+        (every declared level, with the intercept) join the design, and the results
+        report the other coefficients only, like ``linearmodels``' ``AbsorbingLS``. Its
+        levels must be declared with ``levels=`` (they are public). A row touches one
+        level's dummy, so the released sums carry the per-level counts and sums at the
+        row sensitivities (parallel composition over the levels: one budget for all;
+        :mod:`dpreg.fits.ssp`, "Absorbed fixed effects").
 
     Notes
     -----
@@ -160,6 +190,7 @@ class SSPOptions(CommonOptions):
     n_boot: int = 2000
     groups: Any = None
     max_group_size: int | None = None
+    absorb: str | None = None
 
     def __post_init__(self):
         if self.groups is not None and self.cov_type is None:
@@ -179,6 +210,12 @@ class SSPOptions(CommonOptions):
             raise OptionError("cov_type='sandwich' needs the meat, a fourth release: pass "
                               "robust=True (it takes a share of the budget)")
         integer_at_least("n_boot", self.n_boot, 100)
+        if self.absorb is not None and not isinstance(self.absorb, str):
+            raise OptionError(f"absorb must name one categorical column of the data, got "
+                              f"{self.absorb!r}")
+        if self.absorb is not None and self.ranges == "private":
+            raise OptionError("absorb= is not supported with ranges='private'; declare the "
+                              "bounds")
         self._check_groups()
         self.split()  # validated here, read with split() by the fit
 
@@ -434,6 +471,21 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
     return infs, covs
 
 
+def _reported(inference: Inference, keep: np.ndarray) -> Inference:
+    """The inference record of the coefficients at positions ``keep`` (absorbed fixed
+    effects left out); every per-coefficient array is subset, nothing is recomputed."""
+    changes: dict[str, Any] = {"scale": np.asarray(inference.scale)[keep]}
+    if inference.cov is not None:
+        changes["cov"] = np.asarray(inference.cov)[np.ix_(keep, keep)]
+    if inference.cov_replicates is not None:
+        changes["cov_replicates"] = np.asarray(inference.cov_replicates)[:, keep][:, :, keep]
+    for name in ("replicates", "center"):  # a bootstrap record's (B, p) and (p,) arrays
+        value = getattr(inference, name, None)
+        if value is not None:
+            changes[name] = np.asarray(value)[..., keep]
+    return replace(inference, **changes)
+
+
 def events_builder(problem: Problem, opts: SSPOptions):
     """The builder ``mu_scale -> events`` of the fit's releases (public quantities only;
     see :mod:`dpreg.privacy.calibration`).
@@ -552,6 +604,13 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
                      f"rows in the data's order, and the sensitivities are per cluster. "
                      f"The number of clusters G = {n_groups} and of rows used n = {n} are "
                      "public by assumption, as n is for rows.")
+    if problem.absorbed is not None:
+        column, n_levels, positions = problem.absorbed
+        notes.append(f"Absorbed fixed effects: {column!r}, {n_levels} declared levels "
+                     f"({len(positions)} design columns: the intercept and the levels' "
+                     f"dummies, not reported); df_resid = n - {p} counts them. One budget "
+                     "for all levels: a row touches one level's dummy (parallel "
+                     "composition).")
     ratio = est.delta_ratio
     cap = 2.0 / math.sqrt(math.log(2.0 * p * p / FAILURE_PROB))
     notes.append(f"SSP intervals are for the population coefficients (not OLS on these "
@@ -594,6 +653,8 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     }
     if opts.robust:
         table["clip"] = settings.clip
+    if problem.absorbed is not None:
+        table["absorb"] = f"{problem.absorbed[0]} ({problem.absorbed[1]} levels)"
     if n_groups is not None:
         table["n_groups"] = n_groups
         table["max_group_size"] = settings.max_group_size
@@ -603,15 +664,24 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
               "delta_ratio": "2 s_G sqrt(p) / lambda_min", "sigma2": "sigma~^2 (private)",
               "sigma2_floored": "sigma~^2 at its floor", "budget_split": "budget_split (mu^2)",
               "n_boot": "bootstrap replicates", "n_groups": "clusters G (public)",
-              "max_group_size": "max_group_size (rows kept per cluster)"}
+              "max_group_size": "max_group_size (rows kept per cluster)",
+              "absorb": "absorbed effects"}
     diagnostics = None
     if opts.diagnostics:
         diagnostics = {"rows_clipped": int(sums.rows_clipped)}
         if meat_clipped is not None:
             diagnostics["scores_clipped"] = int(meat_clipped)
+    names, df_resid, cov = None, None, covs[opts.cov_type]
+    if problem.absorbed is not None:  # report the other coefficients only
+        keep = np.setdiff1d(np.arange(p), problem.absorbed[2])
+        names = tuple(design.exog_names[j] for j in keep)
+        params = params[keep]
+        inferences = {k: _reported(inf, keep) for k, inf in inferences.items()}
+        cov = None if cov is None else cov[np.ix_(keep, keep)]
+        df_resid = n - p
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
-        cov_matrix=covs[opts.cov_type], diagnostics=diagnostics, nobs=n,
-        n_dropped=source.n_dropped))
+        cov_matrix=cov, diagnostics=diagnostics, nobs=n,
+        n_dropped=source.n_dropped, names=names, df_resid=df_resid))
 

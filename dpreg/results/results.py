@@ -89,8 +89,9 @@ class DPRegressionResults:
                  n_dropped: int = 0, formula: str | None = None, ledger=None,
                  cov_matrix: np.ndarray | None = None, design_info=None,
                  trajectory: dict[str, np.ndarray] | None = None, notes: tuple[str, ...] = (),
-                 extras: dict[str, Any] | None = None):
+                 extras: dict[str, Any] | None = None, df_resid: int | None = None):
         self._names = list(names)
+        self._df_resid = None if df_resid is None else int(df_resid)
         self.params = pd.Series(np.asarray(params, dtype=float), index=self._names, name="params")
         self.endog_name = endog_name
         self.inferences = dict(inferences)
@@ -166,6 +167,7 @@ class DPRegressionResults:
 
     def __setstate__(self, state):
         state.setdefault("_prototype", None)
+        state.setdefault("_df_resid", None)
         self.__dict__.update(state)
 
     def _series(self, values, name):
@@ -304,7 +306,9 @@ class DPRegressionResults:
 
     @property
     def df_resid(self) -> int:
-        """``nobs`` minus the number of coefficients."""
+        """``nobs`` minus the number of coefficients (absorbed fixed effects included)."""
+        if self._df_resid is not None:
+            return self._df_resid
         return self.nobs - len(self._names)
 
     @property
