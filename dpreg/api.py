@@ -49,7 +49,7 @@ def dp_ols(formula: str, data, **options) -> DPRegressionResults:
         ``sampling``, ``steps``, ``clip``, ``lr``, ``lr_decay``, ``x_bound``,
         ``budget_split``, ``random_state``, ``progress``, ``strict``,
         ``start_params``, ``diagnostics``, ``robust``, ``n_boot``, ``groups``,
-        ``max_group_size`` (see :meth:`dpreg.DPRegression.fit`).
+        ``max_group_size``, ``absorb`` (see :meth:`dpreg.DPRegression.fit`).
 
     Returns
     -------

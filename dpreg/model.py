@@ -375,6 +375,11 @@ class DPRegression:
         max_group_size : int, optional
             SSP with ``groups``: the public bound ``K`` on a cluster's rows; each
             cluster keeps its first ``K`` rows in the data's order.
+        absorb : str, optional
+            SSP: a categorical column whose fixed effects are absorbed (its levels
+            declared in ``levels=``): its dummies join the design and the results report
+            the other coefficients. See the user guide's SSP page, "Absorbed fixed
+            effects".
         n_batches : int, optional
             LDP-SGD batch means: number of batches ``M`` (default ``round(n^0.25)``).
         n_estimates, burn_in : int

@@ -175,3 +175,20 @@ def test_absorb_of_a_column_in_the_formula_is_refused(seed):
             warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)
             dpreg.dp_ols(FORMULA + " + C(state)", data, bounds=BOUNDS, engine="ssp",
                          absorb="state", levels=LEVELS, mu=1.0, random_state=1)
+
+
+def test_absorb_must_be_one_column_and_declared_ranges(seed):
+    data = make_panel(seed, n=500)
+    with pytest.raises(OptionError, match="absorb must name one categorical column"):
+        fit(data, absorb=["state"])
+    with pytest.raises(OptionError, match="ranges='private'"):
+        fit(data, ranges="private")
+
+
+def test_pickled_results_keep_the_degrees_of_freedom(seed):
+    import pickle
+
+    res = fit(make_panel(seed, n=1500), mu=2.0)
+    back = pickle.loads(pickle.dumps(res))
+    assert back.df_resid == res.df_resid == 1500 - 2 - len(STATES)
+    assert list(back.params.index) == ["x1", "x2"]
