@@ -192,3 +192,21 @@ def test_pickled_results_keep_the_degrees_of_freedom(seed):
     back = pickle.loads(pickle.dumps(res))
     assert back.df_resid == res.df_resid == 1500 - 2 - len(STATES)
     assert list(back.params.index) == ["x1", "x2"]
+
+
+def test_predictions_need_the_absorbed_effects_and_are_refused():
+    # the fit reports the slopes only: a prediction from them alone would drop the
+    # level effects silently
+    rng = np.random.default_rng(5)
+    n = 800
+    data = pd.DataFrame({"x1": rng.uniform(-1, 1, n), "state": rng.choice(list("abcd"), n)})
+    data["y"] = data["x1"] + (data["state"] == "b") + rng.normal(size=n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols("y ~ x1", data, engine="ssp", absorb="state",
+                           levels={"state": list("abcd")}, mu=2.0,
+                           bounds={"y": (-10, 10), "x1": (-1, 1)}, random_state=1)
+    with pytest.raises(OptionError, match="absorbed fixed effects"):
+        res.predict(data.head(3))
+    with pytest.raises(OptionError, match="absorbed fixed effects"):
+        res.get_prediction(data.head(3))

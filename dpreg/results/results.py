@@ -340,6 +340,14 @@ class DPRegressionResults:
         if exog is None:
             raise OptionError(f"{name} is required: a Results object holds no data, so pass "
                               "the (public) rows to predict for")
+        try:
+            absorbed = self.settings.value("absorb")
+        except KeyError:
+            absorbed = None
+        if absorbed is not None:
+            raise OptionError(f"predictions and margins need the absorbed fixed effects "
+                              f"({absorbed}), which this fit does not report; refit with "
+                              "the factor as a regressor (+ C(column)) to predict")
         if isinstance(exog, pd.DataFrame) and transform and self.formula is not None:
             design_info = self._design_info or self._rebuild_design_info()
             if design_info is not None:
