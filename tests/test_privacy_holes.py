@@ -435,3 +435,17 @@ def test_formula_uses_derived_bounds_and_lists_them(small_frame):
 def test_an_underivable_bound_is_asked_for_by_name(small_frame):
     with pytest.warns(PrivacyLeakWarning, match=r"I\(1 / x\)"):
         ols(small_frame, "y ~ I(1 / x)")
+
+
+@pytest.mark.parametrize("engine", ["ssp", "dpsgd"])
+def test_a_budget_beyond_float_range_prints_an_infinite_epsilon(small_frame, engine):
+    # mu = 1e9 (the noise off, as users check against OLS) overflowed inside the PLD and
+    # crashed summary(); infinity is a true (trivial) bound
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = ols(small_frame, engine=engine, mu=1e9,
+                  steps=None if engine == "ssp" else 400)
+        text = res.summary().as_text()
+    eps, name = res.ledger.epsilon_rigorous
+    assert math.isinf(eps) and "beyond float range" in name
+    assert "(inf, 1e-05)" in text

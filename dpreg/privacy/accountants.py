@@ -304,7 +304,12 @@ def rigorous_epsilon(events: Sequence[GaussianMechanismEvent], delta: float, *,
     events = _check_events(events)
     delta = number_in("delta", float(delta), 0, 1, error=BudgetExceededError)
     vdi = value_discretization_interval or pld_discretization(events)
-    eps = float(_composed_pld(events, delta, vdi).get_epsilon_for_delta(delta))
+    try:
+        eps = float(_composed_pld(events, delta, vdi).get_epsilon_for_delta(delta))
+    except OverflowError:
+        # a budget so large that the privacy loss leaves the floating-point range (mu
+        # about 1e6 and beyond: the noise is off in effect); infinity is a true bound
+        return math.inf, _pld_name(events) + "; beyond float range"
     return eps, _pld_name(events)
 
 
@@ -387,8 +392,11 @@ def rigorous_delta(events: Sequence[GaussianMechanismEvent], epsilon: float, *,
     if not eps >= 0:
         raise BudgetExceededError(f"epsilon must be in [0, inf); got {epsilon!r}")
     vdi = value_discretization_interval or pld_discretization(events)
-    pld = _composed_pld(events, 1e-10, vdi)
-    return float(pld.get_delta_for_epsilon(eps)), _pld_name(events)
+    try:
+        pld = _composed_pld(events, 1e-10, vdi)
+        return float(pld.get_delta_for_epsilon(eps)), _pld_name(events)
+    except OverflowError:  # see rigorous_epsilon: delta = 1 is a true bound
+        return 1.0, _pld_name(events) + "; beyond float range"
 
 
 def rigorous_rdp_curve(events: Sequence[GaussianMechanismEvent]) -> tuple[np.ndarray, np.ndarray]:
