@@ -229,6 +229,13 @@ def _fitting(problem, cond, position: int) -> np.ndarray:
     return y * z / max(float(z @ z), np.finfo(float).tiny)
 
 
+def _engine_rows(problem, cond) -> tuple[np.ndarray, np.ndarray]:
+    """The design rows in the engine's coordinates and the outcome, contiguous float64
+    (what the engines' kernels and sums take)."""
+    return (np.ascontiguousarray(cond.design(problem.design.exog)),
+            np.ascontiguousarray(problem.design.endog, dtype=float))
+
+
 def _central_statistics(model, cond, pub, thetas, names, opts):
     """DP-SGD's matrices, and the sum of one step's clipped gradients over all rows
     (the engine's kernel with no noise, step 1 and a unit rate: ``theta_1 = theta_0 -
@@ -236,8 +243,7 @@ def _central_statistics(model, cond, pub, thetas, names, opts):
     from dpreg.engines import SGDSettings, run_dpsgd
 
     problem = model.problem
-    Z = np.ascontiguousarray(cond.design(problem.design.exog))
-    y = np.ascontiguousarray(problem.design.endog, dtype=float)
+    Z, y = _engine_rows(problem, cond)
     out = {}
     for name, which in names.items():
         if which == "path":
@@ -270,8 +276,7 @@ def _dpgd_statistics(model, cond, pub, thetas, names, opts):
     from dpreg.engines.dpgd import GDSettings, run_dpgd
 
     problem = model.problem
-    Z = np.ascontiguousarray(cond.design(problem.design.exog))
-    y = np.ascontiguousarray(problem.design.endog, dtype=float)
+    Z, y = _engine_rows(problem, cond)
     out = {}
     for name, which in names.items():
         if which == "path":
@@ -292,8 +297,7 @@ def _ssp_statistics(model, cond, pub, thetas, names, opts):
 
     problem = model.problem
     settings, _ = ssp_plan(problem, opts, cond)
-    Z = cond.design(problem.design.exog)
-    y = problem.design.endog
+    Z, y = _engine_rows(problem, cond)
     sums = ssp_sums(Z, y, settings)
     return {"SSP X'X": [sums.gram], "SSP X'y": [sums.xty], "SSP y'y": [np.array(sums.yty)],
             "SSP meat sum g g'": [meat_sum(Z, y, settings, t)[0] for t in thetas]}
