@@ -611,8 +611,10 @@ class DPRegression:
             mu=options.get("mu"), epsilon=options.get("epsilon"),
             delta=options.get("delta"), rho=options.get("rho"))
         design = self.design
-        engine, cov_type, reason = choose_engine(design.nobs, design.k_exog,
-                                                 self.objective.family, request)
+        engine, cov_type, reason = choose_engine(
+            design.nobs, design.k_exog, self.objective.family, request,
+            statistics_possible=design.endog_bounds is not None
+            and not self.objective.mallows)
         chosen = dict(options, engine=engine)
         if cov_type is not None and options.get("cov_type") is None:
             chosen["cov_type"] = cov_type

@@ -101,3 +101,20 @@ def test_auto_fit_runs_the_chosen_engine_and_says_why():
     assert res.engine == ENGINES[engine].label
     assert res.cov_type == method
     assert "engine='auto'" in res.summary().as_text()
+
+
+def test_auto_without_outcome_bounds_falls_back_to_dpsgd():
+    """Where the rule picks SSP but the outcome has no declared bounds (SSP cannot run),
+    engine='auto' fits the default engine and says why, instead of SSP's error."""
+    engine, _, _ = choose_engine(2000, 3, "linear", PrivacyRequest.from_options(mu=5.0))
+    assert engine == "ssp"  # the rule's choice in this cell
+    fallback, method, reason = choose_engine(2000, 3, "linear",
+                                             PrivacyRequest.from_options(mu=5.0),
+                                             statistics_possible=False)
+    assert fallback == "dpsgd" and method is None and "bounds on the outcome" in reason
+    sim = dpreg.datasets.simulate_linear(2000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols(sim.formula, sim.data, mu=5.0, engine="auto", random_state=1)
+    assert res.engine == "DP-SGD"
+    assert "bounds on the outcome" in res.summary().as_text()

@@ -22,7 +22,7 @@ from dpreg.fits import _engine_choice_table as table
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
 
-__all__ = ["choose_engine", "request_mu", "DEFAULT_ENGINE"]
+__all__ = ["choose_engine", "request_mu", "DEFAULT_ENGINE", "STATISTICS_ENGINES"]
 
 #: The engine of families the study does not cover.
 DEFAULT_ENGINE = "dpsgd"
@@ -45,8 +45,13 @@ def _budget_mu(budget: str) -> float:
     return float(epsilon_to_mu(float(parts["eps"]), float(parts["delta"])))
 
 
-def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
-                  ) -> tuple[str, str | None, str]:
+#: Engines that release sufficient statistics: they need public bounds on the outcome
+#: and take no Mallows weights.
+STATISTICS_ENGINES = ("ssp", "adassp")
+
+
+def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest, *,
+                  statistics_possible: bool = True) -> tuple[str, str | None, str]:
     """``(engine, cov_type, reason)`` for ``engine="auto"``.
 
     Parameters
@@ -57,6 +62,10 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
         The family (or its registry name).
     request : PrivacyRequest
         The total budget.
+    statistics_possible : bool
+        Whether the model can be fitted by the sufficient-statistics engines (the
+        outcome has declared bounds and there are no Mallows weights). Where the rule
+        picks one of them and they cannot run, the default engine is chosen instead.
 
     Returns
     -------
@@ -87,6 +96,11 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
             f"cell {where} no interval for the population covered under both error laws "
             f"(every engine warned or undercovered there), so heed this fit's warnings; "
             f"{table.SOURCE}.")
+    if rule["engine"] in STATISTICS_ENGINES and not statistics_possible:
+        return DEFAULT_ENGINE, None, (
+            f"engine='auto': {DEFAULT_ENGINE}, the default: the engines study's nearest cell "
+            f"{where} found {rule['engine']} shortest, but it needs declared bounds on the "
+            f"outcome (and no Mallows weights); {table.SOURCE}.")
     runner = (f"; next best {rule['next']}, {rule['ratio']:.2f} times longer"
               if rule["next"] else "")
     reason = (f"engine='auto': {rule['engine']} with {rule['method']} intervals, the "
