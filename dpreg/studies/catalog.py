@@ -16,6 +16,8 @@ name               what
 ``robustness``     natural units in loose boxes, every family, engine, batch and budget
 ``engines``        the engines' intervals compared on linear regression, and DP-SGD
                    against DP-GD for the other families (issue 18)
+``textbook``       textbook regressions in natural units with codebook bounds: declared
+                   against privately learned ranges, DP-SGD against SSP, every family
 =================  =========================================================================
 
 :func:`get_study` returns a :class:`~dpreg.studies.Study`; run it with
@@ -33,6 +35,7 @@ from dpreg.exceptions import OptionError
 from dpreg.studies import engine_comparison as ec
 from dpreg.studies import replicates as rp
 from dpreg.studies import robustness as rb
+from dpreg.studies import textbook as tb
 from dpreg.studies.plots import plot_coverage, plot_length, plot_metric
 from dpreg.studies.spec import FigureSpec, Study
 from dpreg.studies.summaries import AVERAGE, nominal_band
@@ -151,6 +154,26 @@ def _robustness() -> Study:
                     "target) by every printed interval of DP-SGD, DP-GD and LDP-SGD, with "
                     "the share of replications in which the package warned "
                     "(ConvergenceWarning).",
+        figures=(FigureSpec("coverage", rb.draw_robustness),))
+
+
+# ---------------------------------------------------------------------------- textbook
+@register_study
+def _textbook() -> Study:
+    common = dict(ranges=["declared", "private"], n=[500, 2000, 10_000], mu=[1.0, 5.0, 10.0])
+    return Study(
+        name="textbook", replicate=tb.textbook_replicate,
+        grid=[dict(design=["wage", "fertility"], family=["linear"], engine=["dpsgd", "ssp"],
+                   **common),
+              dict(design=["participation", "approval"], family=["logistic"],
+                   engine=["dpsgd"], **common),
+              dict(design=["wage_t3"], family=["huber", "expectile"], engine=["dpsgd"],
+                   **common)],
+        constants=dict(alpha=0.05), reps=200, seed=20261125,
+        title="Textbook regressions: codebook bounds, declared or private ranges",
+        description="Per cell and interval: the share of fits that do not warn, the "
+                    "coverage of the unwarned fits' intervals, and their length relative "
+                    "to the non-private interval (issue 25's three numbers).",
         figures=(FigureSpec("coverage", rb.draw_robustness),))
 
 

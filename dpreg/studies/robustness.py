@@ -250,9 +250,11 @@ def draw_robustness(summary: pd.DataFrame, path=None, *, coef: str = "(average)"
     """
     from matplotlib.figure import Figure
 
-    factors = [c for c in ("engine", "family", "n", "p", "budget", "batch", "steps_per_n",
-                           "errors", "sampling", "tau") if c in summary]
-    data = summary[(summary["coef"] == coef) & (summary["method"] != "oracle")]
+    factors = [c for c in ("design", "engine", "family", "ranges", "n", "p", "budget", "mu",
+                           "batch", "steps_per_n", "errors", "sampling", "tau")
+               if c in summary]
+    data = summary[(summary["coef"] == coef)
+                   & ~summary["method"].isin(["oracle", "nonprivate"])]
     methods = sorted(data["method"].unique())
     cells = data[factors].drop_duplicates().reset_index(drop=True)
     labels = [" ".join(f"{k}={v}" for k, v in row.items()) for _, row in cells.iterrows()]

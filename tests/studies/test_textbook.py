@@ -1,0 +1,124 @@
+"""The textbook study: its designs' truths, the replicate's records, and the tables."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+
+from dpreg.studies import get_study
+from dpreg.studies import textbook as tb
+
+
+@pytest.mark.parametrize("design", sorted(tb.DESIGNS))
+def test_design_truth_is_what_the_nonprivate_fit_estimates(design):
+    """At n = 100,000 the non-private fit of each design's formula (statsmodels) is within
+    4.5 of its standard errors of the recorded truth on every coefficient: the truth's
+    names and values are those of the model the data come from (a wrong sign, scale or
+    name would be off by many standard errors)."""
+    family, _ = tb.DESIGNS[design]
+    data, formula, bounds, levels, truth = tb.simulate_design(
+        design, 100_000, np.random.default_rng(11))
+    if family == "logistic":
+        fit = smf.logit(formula, data).fit(disp=0)
+    elif family == "huber":
+        import statsmodels.api as sm
+
+        fit = smf.rlm(formula, data, M=sm.robust.norms.HuberT()).fit()
+    else:
+        fit = smf.ols(formula, data).fit(cov_type="HC1")
+    assert set(fit.params.index) == set(truth)
+    z = (fit.params - pd.Series(truth)) / fit.bse
+    assert np.all(np.abs(z) < 4.5), z
+    # the codebook bounds are honest and loose: every column inside, wider than the data
+    for column, (lo, hi) in bounds.items():
+        if column == "lw" and design == "wage_t3":
+            continue  # t(3) errors reach outside any codebook (clipped by the package)
+        assert lo <= data[column].min() and data[column].max() <= hi, column
+    assert set(levels) <= set(data.columns)
+
+
+def test_binary_designs_have_the_stated_share_of_ones():
+    rng = np.random.default_rng(5)
+    shares = {d: tb.simulate_design(d, 200_000, rng)[0]["inlf"].mean()
+              for d in ("participation", "approval")}
+    assert 0.27 < shares["participation"] < 0.33
+    assert 0.08 < shares["approval"] < 0.12
+
+
+def test_study_grid_crosses_declared_and_private_ranges():
+    study = get_study("textbook")
+    cells = [c.params for c in study.cells()]
+    assert len(cells) == 144
+    assert {c["ranges"] for c in cells} == {"declared", "private"}
+    assert {c["engine"] for c in cells if c["family"] == "linear"} == {"dpsgd", "ssp"}
+    assert {c["engine"] for c in cells if c["family"] != "linear"} == {"dpsgd"}
+
+
+def test_replicate_records_default_nonprivate_and_the_checks_that_fired():
+    """SSP on the fertility design at n = 500, mu = 1 in codebook boxes floors X'X (the
+    age square's eigenvalue is under the noise): the replicate records the warning as
+    the check ``ssp_floor``, which names every coefficient; the default rows repeat the
+    plug-in's, and the non-private rows are statsmodels' OLS interval."""
+    rows = pd.DataFrame(tb.textbook_replicate(
+        np.random.SeedSequence(3), design="fertility", family="linear", n=500, mu=1.0,
+        engine="ssp", ranges="declared", alpha=0.05))
+    assert set(rows["method"]) >= {"plugin", "default", "nonprivate"}
+    assert (rows["warned"] == 1).all() and (rows["checks"] == "ssp_floor").all()
+    assert (rows.loc[rows["method"] == "default", "flagged"] == 1).all()
+    plugin = rows[rows["method"] == "plugin"].set_index("coef")
+    default = rows[rows["method"] == "default"].set_index("coef")
+    pd.testing.assert_frame_equal(plugin[["lower", "upper"]], default[["lower", "upper"]])
+    # the non-private interval is OLS's (the model's own sandwich, HC0 by default)
+    data, formula, bounds, levels, truth = tb.simulate_design(
+        "fertility", 500, np.random.default_rng(np.random.SeedSequence(3).spawn(2)[0]))
+    ols = smf.ols(formula, data).fit()
+    nonprivate = rows[rows["method"] == "nonprivate"].set_index("coef")
+    np.testing.assert_allclose(nonprivate["estimate"], ols.params[nonprivate.index],
+                               rtol=1e-8)
+
+
+def _raw(cells):
+    """Rows for textbook_table: cells of (warned per rep, covered per rep, length)."""
+    rows = []
+    for cell, reps in cells.items():
+        for rep, (warned, lower, upper, np_est) in enumerate(reps):
+            base = dict(design="wage", family="linear", engine="ssp", ranges=cell, n=500,
+                        mu=5.0, rep=rep, coef="x", truth=0.0, alpha=0.05, warned=warned,
+                        checks="ssp_floor" if warned else "", flagged=warned)
+            rows.append(base | dict(method="default", estimate=(lower + upper) / 2,
+                                    lower=lower, upper=upper))
+            rows.append(base | dict(method="nonprivate", estimate=np_est, lower=np_est - 0.5,
+                                    upper=np_est + 0.5))
+    return pd.DataFrame(rows)
+
+
+def test_textbook_table_counts_unwarned_coverage_length_and_far_misses():
+    # 'declared': 4 reps, 2 warned; unwarned: one covers (length 2), one misses the
+    # truth and misses the non-private estimate (at 10) by 8 > 3 half-lengths
+    raw = _raw({"declared": [(1, -1, 1, 0.0), (1, 5, 6, 0.0), (0, -1, 1, 0.0),
+                             (0, 1, 2, 10.0)],
+                "private": [(0, -1, 1, 0.0)] * 40})
+    table = tb.textbook_table(raw).set_index("ranges")
+    d = table.loc["declared"]
+    assert d["reps"] == 4 and d["unwarned"] == 0.5
+    assert d["coverage"] == 0.5 and d["coverage_unwarned"] == 0.5
+    assert d["length_ratio"] == pytest.approx((2 + 1) / 2)  # non-private length 1
+    assert d["contains_np"] == 0.5 and d["far_miss"] == 0.5
+    assert not d["meets"]
+    p = table.loc["private"]
+    assert p["unwarned"] == 1 and p["coverage_unwarned"] == 1 and p["length_ratio"] == 2
+    assert p["meets"]  # linear target: length at most 2
+
+
+def test_check_characteristics_rates_by_whether_the_cell_covers():
+    # 'declared' covers 0.5 over 4 reps (not within 3 MC s.e. of 0.95): warned in 2 of 4;
+    # 'private' covers in all 40 reps: never warned
+    raw = _raw({"declared": [(1, -1, 1, 0.0), (1, 5, 6, 0.0), (0, -1, 1, 0.0),
+                             (0, 1, 2, 10.0)],
+                "private": [(0, -1, 1, 0.0)] * 40})
+    oc = tb.check_characteristics(raw)
+    cell = oc[(oc["level"] == "cell") & (oc["check"] == "any")].set_index("covers")
+    assert cell.loc[False, "rate_mean"] == 0.5 and cell.loc[False, "meets_target"] == 0
+    assert cell.loc[True, "rate_mean"] == 0.0 and cell.loc[True, "meets_target"] == 1
+    named = oc[(oc["level"] == "cell") & (oc["check"] == "ssp_floor")].set_index("covers")
+    assert named.loc[False, "rate_mean"] == 0.5
