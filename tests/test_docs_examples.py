@@ -29,6 +29,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
+EXAMPLES = DOCS / "examples"
 OPTIONFLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
 
 #: What a page's examples need besides dpreg's own dependencies: a test extra (skipped
@@ -37,7 +38,7 @@ PAGE_NEEDS = {
     "index.rst": ("star",),
     "user_guide/ldp.rst": ("matplotlib",),
     "user_guide/ssp.rst": ("dask", "pyarrow"),
-    "user_guide/studies.rst": ("joblib",),
+    "user_guide/studies.rst": ("matplotlib",),
 }
 
 #: Every example marked ``# doctest: +SKIP`` in the docs: (page, a piece of its source)
@@ -146,10 +147,16 @@ def _page_params():
 
 @pytest.fixture
 def docs_sandbox(tmp_path, monkeypatch):
-    """A temporary working directory; matplotlib (if any) draws off screen."""
+    """A temporary working directory, docs/examples importable (``from my_study import
+    study``, as from the folder that holds it), matplotlib (if any) off screen."""
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    before = set(sys.modules)
     yield tmp_path
+    for name in set(sys.modules) - before:  # the examples' modules, imported afresh next time
+        if str(getattr(sys.modules[name], "__file__", "") or "").startswith(str(EXAMPLES)):
+            del sys.modules[name]
     if "matplotlib.pyplot" in sys.modules:
         sys.modules["matplotlib.pyplot"].close("all")
 
