@@ -4,7 +4,8 @@
   output is compared (doctest, with ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE`` for every
   example). A page runs in a fresh namespace, in a temporary working directory (the
   examples write ``big.csv``, checkpoints, figures), with matplotlib's Agg backend.
-* Examples too slow for CI carry ``# doctest: +SKIP``; each is listed in
+* The docstring examples of dpreg's modules (the API pages render them) run too.
+* Examples that cannot run in CI carry ``# doctest: +SKIP``; each is listed in
   :data:`SKIPPED` with its reason and reported as a skipped test.
 * The scripts that pages include (``literalinclude``) run, and the figures that the
   page quotes from their output are checked against it.
@@ -22,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import doctest
+import importlib
 import io
 import re
 import runpy
@@ -45,12 +47,17 @@ PAGE_NEEDS = {
     "user_guide/studies.rst": ("matplotlib",),
 }
 
-#: Every example marked ``# doctest: +SKIP`` in the docs: (page, a piece of its source)
-#: -> why it does not run in CI. Keep this short: a skipped example can go stale.
+#: Every example marked ``# doctest: +SKIP`` in the docs (a page of docs/, or a module of
+#: dpreg/ whose docstrings the API pages render): (where, a piece of its source) -> why
+#: it does not run in CI. Keep this short: a skipped example can go stale.
 SKIPPED = {
     ("user_guide/studies.rst", "ds.run_study(study, reps=200"):
         "the whole dpsgd-fig2 study: 20 cells x 200 replications, about 18 minutes on 2 "
         "cores; the page runs two replications of its n = 500 cells instead",
+    ("dpreg/stream.py", "stream"): "LDPStream's docstring streams 'big.csv', a file it "
+        "does not write; user_guide/ldp.rst runs the same code on a file it writes",
+    ("dpreg/datasets/star.py", "data"): "load_star's docstring reads a placeholder path; "
+        "index.rst loads the STAR file for real",
 }
 
 
@@ -195,36 +202,56 @@ def test_page_examples(page, docs_sandbox, request, monkeypatch):
         f"example, or the text if the output changed on purpose:\n{report.getvalue()}")
 
 
+def docstring_modules() -> list[str]:
+    """dpreg's modules with docstring examples (the API pages render them)."""
+    return sorted(p.relative_to(REPO).as_posix() for p in (REPO / "dpreg").rglob("*.py")
+                  if ">>>" in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", docstring_modules())
+def test_docstring_examples(path, docs_sandbox):
+    module = importlib.import_module(path[:-3].replace("/", ".").removesuffix(".__init__"))
+    report = io.StringIO()
+    runner = doctest.DocTestRunner(optionflags=OPTIONFLAGS)
+    tests = [test for test in doctest.DocTestFinder().find(module) if test.examples]
+    for test in tests:
+        runner.run(test, out=report.write)
+    result = runner.summarize(verbose=False)
+    assert tests, f"{path} has '>>>' but no docstring examples were found"
+    assert result.failed == 0, f"docstring examples of {path} failed:\n{report.getvalue()}"
+
+
 # --------------------------------------------------------------------------------------
 # examples that do not run in CI
 
 
 def _skipped_examples() -> list[tuple[str, int, str]]:
-    """(page, line, source) of every example marked ``# doctest: +SKIP``."""
+    """(where, line, source) of every example marked ``# doctest: +SKIP``, in the pages
+    and in dpreg's docstrings."""
+    sources = {page: read_page(page) for page in rst_pages()}
+    sources.update({path: (REPO / path).read_text() for path in docstring_modules()})
     out = []
-    for page in rst_pages():
-        text = read_page(page)
-        if "+SKIP" not in text:
-            continue
-        for example in doctest.DocTestParser().get_examples(text, page):
-            if example.options.get(doctest.SKIP):
-                out.append((page, example.lineno + 1, example.source.strip()))
+    for where, text in sources.items():
+        if "+SKIP" in text:
+            out.extend((where, ex.lineno + 1, ex.source.strip())
+                       for ex in doctest.DocTestParser().get_examples(text, where)
+                       if ex.options.get(doctest.SKIP))
     return out
 
 
 def test_every_skipped_example_is_listed_with_its_reason():
-    unlisted = [f"docs/{page}:{line}: {source}" for page, line, source in _skipped_examples()
-                if not any(p == page and piece in source for p, piece in SKIPPED)]
+    unlisted = [f"{where}:{line}: {source}" for where, line, source in _skipped_examples()
+                if not any(w == where and piece in source for w, piece in SKIPPED)]
     assert not unlisted, ("examples marked '# doctest: +SKIP' but not in SKIPPED (add them "
                           "with the reason, or make them run):\n" + "\n".join(unlisted))
 
 
-@pytest.mark.parametrize(("page", "piece"), list(SKIPPED), ids=[p for p, _ in SKIPPED])
-def test_skipped_example(page, piece):
-    """Reports each skipped example with its reason; fails if the entry is stale."""
-    marked = [line for p, line, source in _skipped_examples() if p == page and piece in source]
-    assert len(marked) == 1, f"SKIPPED lists {piece!r} of docs/{page}: no such skipped example"
-    pytest.skip(f"docs/{page}:{marked[0]}: {SKIPPED[page, piece]}")
+@pytest.mark.parametrize(("where", "piece"), list(SKIPPED), ids=[w for w, _ in SKIPPED])
+def test_skipped_example(where, piece):
+    """Reports the skipped examples with their reason; fails if the entry is stale."""
+    lines = [line for w, line, source in _skipped_examples() if w == where and piece in source]
+    assert lines, f"SKIPPED lists {piece!r} of {where}: no such skipped example"
+    pytest.skip(f"{where}, line(s) {', '.join(map(str, lines))}: {SKIPPED[where, piece]}")
 
 
 # --------------------------------------------------------------------------------------
