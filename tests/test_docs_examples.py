@@ -62,8 +62,9 @@ SKIPPED = {
 
 
 def rst_pages() -> list[str]:
+    """The pages of docs/ (not a build's output, nor autosummary's generated stubs)."""
     return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.rst")
-                  if "_build" not in p.parts)
+                  if not {"_build", "generated"} & set(p.parts))
 
 
 def read_page(page: str) -> str:
