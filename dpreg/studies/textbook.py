@@ -42,6 +42,7 @@ import pandas as pd
 from scipy import stats
 
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.families import get_family
 from dpreg.studies.records import result_rows
 
 __all__ = ["DESIGNS", "simulate_design", "textbook_replicate", "fired_checks",
@@ -232,8 +233,8 @@ def textbook_table(raw: pd.DataFrame) -> pd.DataFrame:
         of unwarned (coefficient, fit) pairs whose interval contains the non-private
         estimate) and ``far_miss`` (share whose interval misses it by more than 3 of its
         own half-lengths); ``meets`` (the issue's target: at least 70% unwarned, the
-        unwarned covering within 3 MC s.e., and ``length_ratio`` at most 2 for the linear
-        family and 3 for the others).
+        unwarned covering within 3 MC s.e., and ``length_ratio`` at most 2 for the
+        squared loss and 3 for the other families).
     """
     factors = [c for c in ("design", "family", "engine", "ranges", "n", "mu") if c in raw]
     rows = _pair_with_nonprivate(raw, factors)
@@ -255,7 +256,7 @@ def textbook_table(raw: pd.DataFrame) -> pd.DataFrame:
         cov_quiet = per_rep.loc[quiet_reps, "covered"].mean() if len(quiet_reps) else np.nan
         cell = dict(zip(factors + ["method"], key, strict=True))
         unwarned = 1.0 - float(per_rep["warned"].mean())
-        limit = 2.0 if cell.get("family") == "linear" else 3.0
+        limit = 2.0 if get_family(cell["family"]).squared_loss else 3.0
         out.append(cell | dict(
             reps=len(per_rep), unwarned=unwarned,
             coverage=float(per_rep["covered"].mean()), coverage_unwarned=float(cov_quiet),
