@@ -169,7 +169,7 @@ def _textbook() -> Study:
                    engine=["dpsgd"], **common),
               dict(design=["wage_t3"], family=["huber", "expectile"], engine=["dpsgd"],
                    **common)],
-        constants=dict(alpha=0.05), reps=200, seed=20261125,
+        constants=dict(alpha=0.05), reps=200, seed=20261126,
         title="Textbook regressions: codebook bounds, declared or private ranges",
         description="Per cell and interval: the share of fits that do not warn, the "
                     "coverage of the unwarned fits' intervals, and their length relative "
