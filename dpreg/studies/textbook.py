@@ -144,9 +144,7 @@ def textbook_replicate(seed, *, design: str, family: str, n: int, mu: float, eng
     data, formula, bounds, levels, truth = simulate_design(
         design, n, np.random.default_rng(data_seed))
     options = dict(bounds=bounds, levels=levels or None, mu=mu, engine=engine,
-                   random_state=int(fit_seed.generate_state(1)[0]))
-    if ranges != "declared":
-        options["ranges"] = ranges
+                   ranges=ranges, random_state=int(fit_seed.generate_state(1)[0]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         res = FAMILY_FITS[family](formula, data, **options)
