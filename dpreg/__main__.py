@@ -231,10 +231,11 @@ def main(argv=None) -> int:
     fit.add_argument("--clip", type=float)
     fit.add_argument("--lr", type=float)
     fit.add_argument("--x-bound", dest="x_bound", type=float)
-    fit.add_argument("--ranges", choices=["declared", "private"],
+    fit.add_argument("--ranges", choices=["auto", "declared", "private"],
                      help="'private': spend a small share of the budget (a ledger row) to "
                           "learn tight clipping ranges inside the declared bounds "
-                          "(central engines); default: the declared bounds")
+                          "(central engines); 'declared': the declared bounds; default "
+                          "'auto': private wherever it applies")
     fit.add_argument("--progress", action="store_true")
     fit.add_argument("--strict", action="store_true",
                      help="refuse (exit with an error) where a bound, category or other "

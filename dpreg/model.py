@@ -406,13 +406,20 @@ class DPRegression:
             (a second-moment release would be central).
             ``clip``, ``lr`` and ``x_bound`` refer to the coordinates the engine works
             in.
-        ranges : {"declared", "private"}
+        ranges : {"auto", "declared", "private"}
             The boxes the rows are clipped to and every sensitivity is calibrated to.
-            ``"declared"`` (default): the declared ``bounds``. ``"private"``: ranges
-            learned inside them first, by noisy histograms of the bounded numeric
-            columns on a public grid (a ledger row; ``budget_split["ranges"]`` of the
-            budget, default 5%), then the design rebuilt with them as its bounds (see
-            the user guide's "Private ranges"). Central engines only.
+            ``"declared"``: the declared ``bounds``. ``"private"``: ranges learned
+            inside them first, by noisy histograms of the bounded numeric columns on a
+            public grid (a ledger row; ``budget_split["ranges"]`` of the budget, default
+            5%), then the design rebuilt with them as its bounds (see the user guide's
+            "Private ranges"); central engines only. ``"auto"`` (default): ``"private"``
+            for DP-SGD and SSP, whose intervals are for the population (some numeric
+            column with declared bounds, the rows in memory, no ``groups=`` or
+            ``absorb=``, and a given ``budget_split`` naming ``"ranges"``),
+            ``"declared"`` otherwise (DP-GD's and AdaSSP's intervals are for a statistic
+            of the given rows, which clipping to learned ranges would change). The
+            textbook study measured the private ranges shorter, and warned less, in
+            every cell (user guide: "The textbook study").
 
         Returns
         -------
@@ -447,8 +454,10 @@ class DPRegression:
         x_bound^2)`` on the design as given.
         """
         auto_reason = None
+        given = frozenset(options)
         if options.get("engine") == "auto":
             options, auto_reason = self._resolve_auto(options)
+        options = self._resolve_ranges(options)
         opts = fit_options(**options)
         if self._rows is not None and opts.engine != "ssp":
             raise OptionError(f"the rows are in a Dask DataFrame, which only engine='ssp' "
@@ -470,9 +479,9 @@ class DPRegression:
         if getattr(opts, "groups", None) is not None:
             problem = dataclasses.replace(problem, groups=self._group_codes(opts))
         if opts.ranges == "private":
-            res = self._fit_private_ranges(opts, request, frozenset(options))
+            res = self._fit_private_ranges(opts, request, given)
         else:
-            res = ENGINES[opts.engine].fit(problem, opts, request, frozenset(options))
+            res = ENGINES[opts.engine].fit(problem, opts, request, given)
         if auto_reason is not None:
             res.notes = res.notes + (auto_reason,)
         return res
@@ -600,6 +609,25 @@ class DPRegression:
             "outward to the grid); the engine's settings and noise follow from these "
             f"ranges as if declared.{kept}",)
         return res
+
+    def _resolve_ranges(self, options: dict) -> dict:
+        """``ranges="auto"`` (the default): ``"private"`` where the engine's intervals are
+        for the population and it can learn the ranges (DP-SGD and SSP; some numeric
+        column has declared bounds, the rows are a pandas frame or arrays in memory, no
+        ``groups=`` or ``absorb=``, and a given ``budget_split`` names the ranges'
+        share), else ``"declared"``. Every input is public: the options, the declared
+        bounds and where the rows are."""
+        ranges = options.get("ranges", "auto")
+        if ranges != "auto":
+            return options
+        engine = ENGINES.get(options.get("engine", "dpsgd"))
+        split = options.get("budget_split")
+        private = (engine is not None and engine.learns_ranges
+                   and self._rows is None and self._source is not None
+                   and options.get("groups") is None and options.get("absorb") is None
+                   and (not isinstance(split, Mapping) or "ranges" in split)
+                   and bool(self.range_columns()))
+        return dict(options, ranges="private" if private else "declared")
 
     def _resolve_auto(self, options: dict) -> tuple[dict, str]:
         """``engine="auto"``: the options with the engine (and, unless given, the

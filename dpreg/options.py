@@ -29,9 +29,12 @@ __all__ = ["CommonOptions", "PathOptions", "MODEL_OPTIONS", "DEFAULT_BUDGET_SPLI
 #: DP-GD with a private second-moment matrix (``"private"``, default), the public map only
 #: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.conditioning`.
 CONDITIONS = ("private", "bounds", "none")
-#: ``ranges=``: the numeric columns' boxes as declared (``"declared"``, default), or
-#: learned privately inside them first (``"private"``; :mod:`dpreg.privacy.ranges`).
-RANGES = ("declared", "private")
+#: ``ranges=``: the numeric columns' boxes as declared (``"declared"``), learned privately
+#: inside them first (``"private"``; :mod:`dpreg.privacy.ranges`), or ``"auto"`` (the
+#: default of :meth:`dpreg.DPRegression.fit`: private wherever the model and the engine
+#: allow, resolved there from public inputs; options built without a model read it as
+#: ``"declared"``).
+RANGES = ("auto", "declared", "private")
 MODEL_OPTIONS = ("family", "c", "tau", "weights", "missing", "bounds", "levels",
                  "eval_env")
 #: Shares of mu^2 (GDP) or rho (zCDP). The Hessian gets a large share because its noise
@@ -67,6 +70,8 @@ class CommonOptions:
 
     def __post_init__(self):
         one_of("ranges", self.ranges, RANGES)
+        if self.ranges == "auto":  # resolved by the model; without one, nothing to learn
+            object.__setattr__(self, "ranges", "declared")
         self._check_ranges()
         allowed = self.cov_types
         if self.cov_type is None:

@@ -135,7 +135,7 @@ def test_natural_units_cover_at_defaults(seed):
     assert np.all(np.abs(res.params - ref.params) < 4 * res.bse_by("plugin"))
     # the ledger pays for the preconditioner and stays within the request
     names = [row.name for row in res.ledger.events]
-    assert names[0] == "second moment G (preconditioner)"
+    assert names[:2] == ["ranges (noisy histograms)", "second moment G (preconditioner)"]
     assert res.ledger.total_mu <= 5 * (1 + 1e-9)
 
 
@@ -182,7 +182,7 @@ def test_unconverged_fit_warns_and_says_so_in_the_summary():
     # the design as given, with the step set by the raw box: the path barely moves
     with pytest.warns(ConvergenceWarning, match="reliable"):
         res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), condition="none",
-                           random_state=6)
+                           ranges="declared", random_state=6)
     assert not res.convergence.ok
     assert "WARNING" in res.summary().as_text()
 
@@ -199,7 +199,8 @@ def test_logistic_curvature_bias_is_flagged_where_noise_dominates():
     # natural units, n = 1000, p = 3, mu = 1: the averaged iterate is biased away from 0
     # by about 0.4-0.8 s.e. (measured over 16 fits: 0.77 and 0.37 for the slopes; the
     # check estimates 0.80 and 0.52) and plug-in intervals cover 0.87; the check fired in
-    # 29 of 30 fits there and in none of 30 at n = 5000, mu = 5, where they cover
+    # 29 of 30 fits there and in none of 30 at n = 5000, mu = 5, where they cover (all
+    # measured in the declared boxes)
     from dpreg.studies.robustness import natural_units_design
 
     def fires(n, mu, seed):
@@ -207,7 +208,8 @@ def test_logistic_curvature_bias_is_flagged_where_noise_dominates():
             n, 3, np.random.default_rng(seed), family="logistic", errors="hetero")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
-            res = dpreg.dp_logit(formula, data, mu=mu, bounds=bounds, random_state=seed)
+            res = dpreg.dp_logit(formula, data, mu=mu, bounds=bounds, ranges="declared",
+                                 random_state=seed)
         return bool(res.convergence.curvature_biased)
 
     assert sum(fires(1000, 1.0, s) for s in range(6)) >= 5
@@ -218,10 +220,10 @@ def test_dpgd_path_that_still_moves_warns_and_a_converged_one_does_not():
     data = natural_units(3000, 8)
     # the public map alone leaves age:educ correlated with its main effects: the default
     # batches are short against the mixing time (measured over 30 fits: coverage of the
-    # clipped minimizer 0.63-0.90 per coefficient, warned in 29)
+    # clipped minimizer 0.63-0.90 per coefficient, warned in 29; the declared boxes)
     with pytest.warns(ConvergenceWarning, match="DP-GD path not converged"):
         res = dpreg.dp_ols(FORMULA, data, mu=2, bounds=_bounds(), engine="dpgd",
-                           condition="bounds", random_state=8)
+                           condition="bounds", ranges="declared", random_state=8)
     assert res.convergence.unconverged
     assert "WARNING: DP-GD" in res.summary().as_text()
     # the private preconditioner (the default) whitens them: converged, no warning
@@ -229,7 +231,7 @@ def test_dpgd_path_that_still_moves_warns_and_a_converged_one_does_not():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         res = dpreg.dp_ols(FORMULA, data, mu=2, bounds=_bounds(), engine="dpgd",
-                           random_state=8)
+                           ranges="declared", random_state=8)
     assert res.convergence.ok and set(res.convergence.checks) == {"halves",
                                                                   "autocorrelation"}
     assert [e.name for e in res.ledger.events] == ["DP-GD path",

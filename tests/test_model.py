@@ -98,9 +98,9 @@ def test_ledger_never_exceeds_request(small_frame, small_bounds):
     assert res.ledger.total_mu <= 0.7 * (1 + 1e-9)
     assert res.ledger.total_mu == pytest.approx(0.7, rel=1e-6)
     names = list(res.ledger.to_frame()["name"])
-    assert names == ["second moment G (preconditioner)", "DP-SGD path", "Hessian A",
-                     "score covariance S"]
-    res = fit(small_frame, small_bounds, mu=0.7, condition="bounds")
+    assert names == ["ranges (noisy histograms)", "second moment G (preconditioner)",
+                     "DP-SGD path", "Hessian A", "score covariance S"]
+    res = fit(small_frame, small_bounds, mu=0.7, condition="bounds", ranges="declared")
     assert list(res.ledger.to_frame()["name"]) == ["DP-SGD path", "Hessian A",
                                                     "score covariance S"]
     assert res.ledger.total_mu == pytest.approx(0.7, rel=1e-6)

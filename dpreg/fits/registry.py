@@ -35,12 +35,19 @@ class Engine:
         ``events(problem, opts) -> builder``: the builder ``mu_scale -> events`` of a
         central engine's mechanisms, from public quantities only (it prices the fit
         before the data are read, for ``ranges="private"``); ``None`` for a local engine.
+    learns_ranges : bool
+        Whether ``ranges="auto"`` learns the ranges privately for this engine: its
+        intervals are for the population coefficients, which clipping a small tail share
+        of the rows barely moves. Engines whose intervals are for a statistic of the
+        given rows (AdaSSP: OLS on them; DP-GD: the clipped minimizer on them) keep the
+        declared boxes, since clipping to learned ranges changes that statistic.
     """
 
     fit: Callable
     options: type[CommonOptions]
     label: str
     events: Callable | None = None
+    learns_ranges: bool = False
 
     @property
     def cov_types(self) -> tuple[str, ...]:
@@ -49,12 +56,14 @@ class Engine:
 
 
 ENGINES: dict[str, Engine] = {
-    "dpsgd": Engine(dpsgd.fit_dpsgd, dpsgd.DPSGDOptions, dpsgd.LABEL, dpsgd.events_builder),
+    "dpsgd": Engine(dpsgd.fit_dpsgd, dpsgd.DPSGDOptions, dpsgd.LABEL, dpsgd.events_builder,
+                    learns_ranges=True),
     "ldp_sgd": Engine(ldp_sgd.fit_ldp_sgd, ldp_sgd.LDPOptions, ldp_sgd.LABEL),
     "dpgd": Engine(dpgd.fit_dpgd, dpgd.DPGDOptions, dpgd.LABEL, dpgd.events_builder),
     "adassp": Engine(adassp.fit_adassp, adassp.AdaSSPOptions, adassp.LABEL,
                      adassp.events_builder),
-    "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL, ssp.events_builder),
+    "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL, ssp.events_builder,
+                  learns_ranges=True),
 }
 
 

@@ -179,16 +179,47 @@ def test_learned_ranges_lie_in_the_box_and_hold_most_rows_at_a_large_budget(seed
     assert "I(exper ** 2)" in res.summary().as_text()
 
 
-def test_same_seed_same_ranges_and_default_is_declared(seed):
+def test_same_seed_same_ranges_and_default_is_auto(seed):
+    """The default ``ranges="auto"`` learns the ranges where it can (declared bounds, a
+    central engine, a frame in memory): the same fit as ``ranges="private"``, with the
+    histograms' ledger row; ``"declared"`` skips them."""
     data = wage_frame(seed)
     a = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
     b = fit(data, mu=2, engine="ssp", ranges="private", random_state=seed)
     assert ranges_of(a) == ranges_of(b)
     np.testing.assert_array_equal(a.params, b.params)
     c = fit(data, mu=2, engine="ssp", random_state=seed)
+    np.testing.assert_array_equal(a.params, c.params)
+    assert ranges_of(c) == ranges_of(a) and len(c.ledger.events) == 4
     d = fit(data, mu=2, engine="ssp", ranges="declared", random_state=seed)
-    np.testing.assert_array_equal(c.params, d.params)
-    assert len(c.ledger.events) == 3
+    assert len(d.ledger.events) == 3 and "ranges" not in d.settings
+    assert not np.array_equal(c.params, d.params)
+
+
+@pytest.mark.parametrize("options, learned", [
+    ({"engine": "ssp"}, True),
+    ({"engine": "dpsgd"}, True),
+    ({"engine": "ssp", "budget_split": {"gram": 0.4, "xty": 0.55, "yty": 0.05}}, False),
+    ({"engine": "ssp", "budget_split": {"ranges": 0.1, "gram": 0.35, "xty": 0.5,
+                                       "yty": 0.05}}, True),
+    ({"engine": "ldp_sgd"}, False),
+])
+def test_auto_learns_ranges_exactly_where_it_applies(seed, options, learned):
+    """``ranges="auto"`` resolves from public inputs: a local engine, or a budget_split
+    that names no ranges' share, keeps the declared boxes."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit(wage_frame(seed), mu=2, random_state=seed, **options)
+    assert (RANGES_EVENT in res.ledger.as_text()) is learned
+    assert ("ranges" in res.settings) is learned
+
+
+def test_auto_without_bounds_keeps_the_design_as_given(seed):
+    sim = dpreg.datasets.simulate_linear(500, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dpreg.PrivacyLeakWarning)  # no bounds declared
+        res = dpreg.dp_ols(sim.formula, sim.data, mu=2, random_state=seed)
+    assert RANGES_EVENT not in res.ledger.as_text()
 
 
 def test_summary_and_settings_say_what_was_learned(seed):
@@ -214,7 +245,8 @@ def test_array_model(seed):
 # ------------------------------------------------------------------ refusals
 @pytest.mark.parametrize("kw, match", [
     ({"ranges": "learned"}, "ranges"),
-    ({"budget_split": {"ranges": 0.05, "gram": 0.35, "xty": 0.55, "yty": 0.05}},
+    ({"ranges": "declared",
+      "budget_split": {"ranges": 0.05, "gram": 0.35, "xty": 0.55, "yty": 0.05}},
      "does not apply to ranges='declared'"),
     ({"ranges": "private", "budget_split": {"gram": 0.4, "xty": 0.55, "yty": 0.05}},
      "must give 'ranges' its share"),
