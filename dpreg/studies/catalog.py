@@ -147,6 +147,13 @@ def _robustness() -> Study:
             # the largest n, and Poisson sampling at a small budget with p = 10
             _cells(n=[50000], p=[10], budget=["mu=1"]),
             _cells(sampling=["poisson"], n=[5000], p=[10], budget=["mu=1"]),
+            # the default since ranges="auto": DP-SGD and SSP learn the ranges privately
+            # (the cells above, without a ranges factor, are in the declared boxes)
+            _cells(ranges=["auto"], family=["linear", "huber", "logistic"],
+                   n=[1000, 5000], p=[3, 10], budget=["mu=1", "mu=5"]),
+            _cells(ranges=["auto"], n=[5000], p=[10], errors=["t3"]),
+            _cells(ranges=["auto"], engine=["ssp"], n=[1000, 5000], p=[3, 10],
+                   budget=["mu=1", "mu=5"]),
         ],
         constants=dict(alpha=0.05), reps=200, seed=20261124,
         title="Robustness: natural units in loose boxes, every family, batches, budgets",

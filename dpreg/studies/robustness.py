@@ -155,19 +155,21 @@ def clipped_target(model, clip: float, *, tol: float = 1e-10,
 
 def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batch: int,
                          steps_per_n: int, errors: str, sampling: str, engine: str,
-                         tau: float, alpha: float) -> list[dict]:
+                         tau: float, alpha: float, ranges: str = "declared") -> list[dict]:
     """One data set, one private fit at the package's defaults except what the cell sets.
 
     ``budget`` is ``"mu=<value>"`` or ``"eps=<e>,delta=<d>"``; ``batch = 0`` and
-    ``steps_per_n = 0`` mean the defaults. Rows: every interval the fit offers, with
-    the grouping key ``warned`` (1 when the fit raised a ``ConvergenceWarning``).
+    ``steps_per_n = 0`` mean the defaults. ``ranges`` is the fit's option: the study's
+    recorded cells (without a ``ranges`` factor) are those of the declared boxes, the
+    default before ``ranges="auto"``. Rows: every interval the fit offers, with the
+    grouping key ``warned`` (1 when the fit raised a ``ConvergenceWarning``).
     """
     data_seed, fit_seed = seed.spawn(2)
     rng = np.random.default_rng(data_seed)
     data, formula, bounds, truth = natural_units_design(n, p, rng, family=family,
                                                         errors=errors, tau=tau)
     options = dict(bounds=bounds, random_state=int(fit_seed.generate_state(1)[0]),
-                   engine=engine)
+                   engine=engine, ranges=ranges)
     for part in budget.split(","):
         key, value = part.split("=")
         options[{"eps": "epsilon"}.get(key, key)] = float(value)
@@ -208,8 +210,8 @@ def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     alpha : float
         The intervals' nominal miscoverage.
     """
-    factors = [c for c in ("family", "engine", "sampling", "n", "p", "budget", "batch",
-                           "steps_per_n", "errors", "tau") if c in raw]
+    factors = [c for c in ("family", "engine", "sampling", "ranges", "n", "p", "budget",
+                           "batch", "steps_per_n", "errors", "tau") if c in raw]
     raw = raw[raw["method"] != "oracle"].copy()
     raw["covered"] = (raw["lower"] <= raw["truth"]) & (raw["truth"] <= raw["upper"])
     raw["length"] = raw["upper"] - raw["lower"]
