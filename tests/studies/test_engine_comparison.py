@@ -117,6 +117,7 @@ def test_replicate_of_each_family_scores_its_population_and_clipped_targets(fami
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res = front(formula, data, bounds=bounds, engine=engine, mu=5.0,
+                        ranges="declared",  # the study's fits keep the declared boxes
                         random_state=int(fit_seed.generate_state(1)[0]))
         pop = rows[rows["target"] == "population"]
         methods = {"dpsgd": {"plugin", "rs"}, "dpgd": {"batch_means", "checkpoints"}}[engine]
