@@ -310,3 +310,18 @@ def test_rho_request_gives_the_histograms_their_share_of_rho(seed):
     assert event.name == RANGES_EVENT
     assert event.mu() == pytest.approx(math.sqrt(2 * DEFAULT_RANGES_SHARE * 0.5), rel=1e-9)
     assert res.ledger.rho_rigorous == pytest.approx(0.5, rel=1e-6)
+
+
+@pytest.mark.parametrize("box", [(0.0, 1.0), (-3.0, 6.0), (16.0, 100.0),
+                                 (np.log(0.5), np.log(40)), (0.0, np.log(101))])
+def test_histogram_bins_are_exactly_those_of_the_edges(box):
+    """The arithmetic binning gives the counts of a search in the edges (bins closed on
+    the left, the last on both sides), for values on every edge and one ulp either side
+    of it, where rounding could move a value across."""
+    edges = grid_edges(*box, 64)
+    rng = np.random.default_rng(3)
+    x = np.r_[rng.uniform(box[0] - 1, box[1] + 1, 20_000), edges,
+              np.nextafter(edges, -np.inf), np.nextafter(edges, np.inf)]
+    search = np.searchsorted(edges, np.clip(x, edges[0], edges[-1]), side="right") - 1
+    expected = np.bincount(np.clip(search, 0, 63), minlength=64).astype(float)
+    np.testing.assert_array_equal(column_histogram(x, edges), expected)
