@@ -2,7 +2,8 @@
 same formula on the same data, in one run (issue 30, item 3: target at most 3 times).
 
 Three workloads: statsmodels' ``fair`` OLS (n = 6,366, p = 10), a ``fair`` logit of
-whether any affair was reported, and a simulated OLS with n = 10^6, p = 20. Each fit runs
+whether any affair was reported, and a simulated OLS with n = 10^6, p = 20; the two OLS
+again with ``engine="ssp"``. Each fit runs
 once to warm numba's cache and statsmodels' imports, then the best of ``repeats`` runs
 is kept for each side (``bench_defaults.timed``). The ratio is what a user sees: formula
 parsing included on both sides.
@@ -42,6 +43,16 @@ def main() -> None:
          lambda: smf.logit(LOGIT_FORMULA, fair).fit(disp=0)),
         ("simulated OLS n=1e6 p=20", 1,
          lambda: dpreg.dp_ols(big_formula, big, mu=1, bounds=big_bounds, random_state=1),
+         lambda: smf.ols(big_formula, big).fit()),
+        # the sufficient-statistics engine (engine="ssp"), the linear family's other
+        # engine: its defaults, private ranges included
+        ("fair OLS (ssp)", 5,
+         lambda: dpreg.dp_ols(FAIR_FORMULA, fair, mu=5, bounds=FAIR_BOUNDS, levels=FAIR_LEVELS,
+                              engine="ssp", random_state=1),
+         lambda: smf.ols(FAIR_FORMULA, fair).fit()),
+        ("simulated OLS n=1e6 (ssp)", 1,
+         lambda: dpreg.dp_ols(big_formula, big, mu=1, bounds=big_bounds, engine="ssp",
+                              random_state=1),
          lambda: smf.ols(big_formula, big).fit()),
     ]
     print(f"{'fit':<26}{'dpreg (s)':>10}{'statsmodels (s)':>17}{'ratio':>8}")
