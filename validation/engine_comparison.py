@@ -29,7 +29,15 @@ shortest passing interval for the population coefficients and its ratio to the n
 best), and prints both; when ``--family`` selects any family but ``linear``, the files
 are ``engines-families.csv`` and ``engines-families-shortest.csv``, with a ``family``
 column. A subset keeps the study's seeds and cache, so a later full run reuses it.
-``--write-choice`` needs the linear family (``engine="auto"`` reads its rows only).
+``--ranges auto`` runs the linear cells again at the default ``ranges="auto"`` for the
+engines that learn ranges privately (DP-SGD and SSP; for the others the default is the
+declared boxes, so their rows above stand) and writes ``engines-ranges.csv`` and
+``engines-ranges-shortest.csv``; ``--write-choice`` reads these cells (``engine="auto"``
+reads the linear family's rows at the default ranges only)::
+
+    python validation/engine_comparison.py --ranges auto --write-choice --jobs 2 \
+        --part 500,2000,10000,100000:ssp:200 --part 500,2000,10000:dpsgd:200 \
+        --part 100000:dpsgd:20                              # the recorded run
 """
 
 from __future__ import annotations
@@ -66,6 +74,11 @@ def main() -> None:
     parser.add_argument("--family", nargs="+", default=["linear"],
                         choices=("linear",) + OTHER_FAMILIES,
                         help="only these families (default: linear)")
+    parser.add_argument("--ranges", nargs="+", default=["declared"],
+                        choices=("declared", "auto"),
+                        help="only the linear cells fitted with these ranges= (default: "
+                             "declared; 'auto' runs the engines that learn ranges at the "
+                             "default and writes engines-ranges*.csv)")
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
     parser.add_argument("--write-choice", action="store_true",
@@ -75,6 +88,9 @@ def main() -> None:
     if args.write_choice and "linear" not in args.family:
         parser.error("--write-choice needs --family linear: the rule of engine='auto' is "
                      "read from the linear family's rows")
+    if args.write_choice and "auto" not in args.ranges:
+        parser.error("--write-choice needs --ranges auto: the rule of engine='auto' is "
+                     "read from the cells fitted at the default ranges='auto'")
     study = get_study("engines")
     start = time.perf_counter()
     parts = [(args.n, args.engines, args.reps)]
@@ -92,7 +108,7 @@ def main() -> None:
             grid = dict(grid)
             # the linear grids have no family factor (their cache keys predate the others)
             families = [f for f in grid.get("family", ["linear"]) if f in args.family]
-            if not families:
+            if not families or grid.get("ranges", ["declared"])[0] not in args.ranges:
                 continue
             if "family" in grid:
                 grid["family"] = families
@@ -115,6 +131,8 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     stem = "engines" if args.family == ["linear"] else "engines-families"
+    if args.ranges == ["auto"]:
+        stem += "-ranges"
     table.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
     best.to_csv(out / f"{stem}-shortest.csv", index=False, float_format="%.4f")
     minutes = (time.perf_counter() - start) / 60
@@ -127,7 +145,7 @@ def main() -> None:
         print(f"\n{len(table)} rows, {int((~table['passes']).sum())} not passing; "
               f"{minutes:.1f} min, replications per cell: "
               f"{', '.join(str(reps) + ' ' + '/'.join(e or ['all']) for _, e, reps in parts)}"
-              f"; families: {', '.join(args.family)}")
+              f"; families: {', '.join(args.family)}; ranges: {', '.join(args.ranges)}")
 
 
 def _part(text: str) -> tuple[list[int], list[str], int]:

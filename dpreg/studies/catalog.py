@@ -197,14 +197,16 @@ def _engine_comparison() -> Study:
     return Study(
         name="engines", replicate=ec.comparison_replicate,
         grid=[
-            dict(n=[500, 2000, 10_000, 100_000], p=[3, 10],
-                 budget=["mu=0.5", "mu=1", "mu=2", "mu=5"], errors=["normal", "hetero"],
-                 engine=engines),
-            dict(n=[2000], p=[3], budget=["eps=1,delta=1e-5"], errors=["normal", "hetero"],
-                 engine=engines),
+            # every engine in the declared boxes (ranges="declared")
+            dict(ec.LINEAR_GRID, engine=engines),
+            dict(ec.EPSILON_GRID, engine=engines),
             # Huber, expectile, logistic: DP-SGD against DP-GD (a family factor of their
             # own; the linear grids above have none, which keeps their cache keys)
             *ec.FAMILY_GRIDS,
+            # the same linear cells at the default ranges="auto" for the engines that
+            # learn ranges (for the others "auto" is the declared boxes): the rule of
+            # engine="auto" is read from these
+            *ec.ranges_grids([e for e in engines if ENGINES[e].learns_ranges]),
         ],
         constants=dict(alpha=0.05), reps=200, seed=20261125,
         title="Engines compared: linear regression, natural units, same total budget",

@@ -44,7 +44,8 @@ from dpreg.studies.robustness import FAMILY_FITS, clipped_target, natural_units_
 
 __all__ = ["draw_engines", "comparison_replicate", "comparison_table", "shortest_valid",
            "choice_rows", "CHOOSABLE_TARGET", "NOT_POPULATION", "TIE", "MOSTLY_WARNED",
-           "FAMILY_GRIDS", "OTHER_FAMILIES"]
+           "FAMILY_GRIDS", "OTHER_FAMILIES", "LINEAR_GRID", "ranges_grids",
+           "HETEROSKEDASTICITY_ROBUST", "ROBUST_LABEL"]
 
 #: Share of warned fits above which an interval is not a user's choice in its cell.
 MOSTLY_WARNED = 0.5
@@ -66,6 +67,30 @@ FAMILY_GRIDS = (
 )
 
 
+#: The linear cells (no ``family`` factor: their cache keys predate the other families).
+LINEAR_GRID = dict(n=[500, 2000, 10_000, 100_000], p=[3, 10],
+                   budget=["mu=0.5", "mu=1", "mu=2", "mu=5"], errors=["normal", "hetero"])
+#: The linear cell of an (epsilon, delta) request.
+EPSILON_GRID = dict(n=[2000], p=[3], budget=["eps=1,delta=1e-5"],
+                    errors=["normal", "hetero"])
+
+
+def ranges_grids(engines) -> list[dict]:
+    """The linear cells fitted with ``ranges="auto"`` (the default) by ``engines``, those
+    that learn ranges privately: a ``ranges`` factor of their own, so that the cells in
+    the declared boxes keep their cache keys; SSP also with ``robust=True`` (its
+    sandwich interval, which needs the released meat: a ``robust`` factor)."""
+    engines = list(engines)
+    if not engines:
+        return []
+    grids = [dict(grid, engine=engines, ranges=["auto"]) for grid in (LINEAR_GRID,
+                                                                        EPSILON_GRID)]
+    if "ssp" in engines:
+        grids += [dict(grid, engine=["ssp"], ranges=["auto"], robust=[True])
+                  for grid in (LINEAR_GRID, EPSILON_GRID)]
+    return grids
+
+
 def _with_family(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with rows of the linear cells (which have no ``family`` factor) labelled
     ``"linear"`` where a ``family`` column exists; unchanged otherwise."""
@@ -76,7 +101,8 @@ def _with_family(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engine: str,
-                         alpha: float, family: str = "linear") -> list[dict]:
+                         alpha: float, family: str = "linear",
+                         ranges: str = "declared", robust: bool = False) -> list[dict]:
     """One data set, one fit by ``engine`` at its defaults, rows for every interval.
 
     Parameters
@@ -97,6 +123,14 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
         ``tau = 0.5``, ``dp_logit``) at its defaults. A keyword with a default, not a
         factor of the linear grids, so that their cells' cache keys stay those of the
         linear-only study.
+    ranges : {"declared", "auto"}
+        The fit's ``ranges=``; a keyword with a default for the same reason. The cells
+        in the declared boxes were the recorded run before ``ranges="auto"`` became the
+        default; :func:`ranges_grids` adds the same cells at the default.
+    robust : bool
+        SSP's ``robust=True`` (the meat is released; its ``"sandwich"`` interval is
+        scored). :func:`comparison_table` labels its engine ``"ssp:robust"``
+        (:data:`ROBUST_LABEL`).
 
     Returns
     -------
@@ -108,9 +142,8 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     rng = np.random.default_rng(data_seed)
     data, formula, bounds, truth = natural_units_design(n, p, rng, family=family,
                                                         errors=errors)
-    # the recorded run (and engine="auto"'s rule) is in the declared boxes, the default
-    # before ranges="auto"; the textbook study compares the engines with private ranges
-    options = dict(bounds=bounds, engine=engine, ranges="declared",
+    options = dict(bounds=bounds, engine=engine, ranges=ranges,
+                   **({"robust": True} if robust else {}),
                    random_state=int(fit_seed.generate_state(1)[0]))
     for part in budget.split(","):
         key, value = part.split("=")
@@ -131,6 +164,22 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
         rows += result_rows(res, clipped, alpha=alpha, warned=warned, seconds=seconds,
                             target="clipped")
     return rows
+
+
+def _with_ranges(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with the rows of cells without a ``ranges`` factor labelled
+    ``"declared"`` where a ``ranges`` column exists, and the engine of rows fitted with
+    ``robust=True`` labelled by :data:`ROBUST_LABEL` (the ``robust`` column dropped);
+    unchanged otherwise."""
+    if "ranges" in frame and frame["ranges"].isna().any():
+        frame = frame.copy()
+        frame["ranges"] = frame["ranges"].fillna("declared")
+    if "robust" in frame:
+        robust = frame["robust"].eq(True)
+        frame = frame.drop(columns="robust")
+        frame.loc[robust, "engine"] = frame.loc[robust, "engine"].map(
+            lambda e: ROBUST_LABEL.get(e, e))
+    return frame
 
 
 def comparison_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
@@ -161,8 +210,8 @@ def comparison_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
         scales cancel in a ratio of two intervals' lengths), ``seconds`` (mean fit time),
         ``passes``.
     """
-    raw = _with_family(raw).copy()
-    factors = [c for c in ("family", "n", "p", "budget", "errors") if c in raw]
+    raw = _with_ranges(_with_family(raw)).copy()
+    factors = [c for c in ("family", "ranges", "n", "p", "budget", "errors") if c in raw]
     raw["covered"] = (raw["lower"] <= raw["truth"]) & (raw["truth"] <= raw["upper"])
     raw["length"] = raw["upper"] - raw["lower"]
     rows = []
@@ -207,7 +256,7 @@ def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.Da
         ``next_method`` and ``ratio`` (its length over the shortest's), and
         ``failing``, the intervals that did not pass (``engine/method``).
     """
-    factors = [c for c in ("family", "n", "p", "budget", "errors") if c in table]
+    factors = [c for c in ("family", "ranges", "n", "p", "budget", "errors") if c in table]
     pool = table[(table["target"] == CHOOSABLE_TARGET)
                  & ~table["engine"].isin(list(exclude_engines))]
     rows = []
@@ -236,11 +285,27 @@ def shortest_valid(table: pd.DataFrame, *, exclude_engines=("adassp",)) -> pd.Da
 NOT_POPULATION = ("adassp", "dpgd")
 
 
-#: Relative difference in length below which two intervals count as tied.
+#: The engine label of the rows fitted with ``robust=True``.
+ROBUST_LABEL = {"ssp": "ssp:robust"}
+
+#: The intervals the rule may choose: those valid without homoskedastic errors (the
+#: sandwich forms), since whether a user's errors are homoskedastic is not public. SSP's
+#: plug-in and bootstrap intervals rest on one common error variance: under strong
+#: heteroskedasticity they cover 0.84, as OLS's non-robust interval does
+#: (``python validation/heteroskedastic_intervals.py``); the study's ``"hetero"`` errors
+#: are too mild to show it.
+HETEROSKEDASTICITY_ROBUST = (("dpsgd", "plugin"), ("dpsgd", "rs"),
+                             ("ssp:robust", "sandwich"))
+
+#: Relative difference in length below which two intervals count as tied (the rule
+#: then takes the faster engine: a 2% difference in length is worth less than a fit
+#: 2-100 times faster).
 TIE = 0.02
 
 
-def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[dict]:
+def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION,
+                ranges: str = "auto",
+                candidates=HETEROSKEDASTICITY_ROBUST) -> list[dict]:
     """The rule of ``engine="auto"``: per ``(n, p, budget)`` of the linear family, the
     shortest interval that passes under **both** error laws (whether the errors are
     heteroskedastic is not public), its length being the longer of the two.
@@ -256,42 +321,56 @@ def choice_rows(table: pd.DataFrame, *, exclude_engines=NOT_POPULATION) -> list[
         ``"hetero"``.
     exclude_engines : sequence of str
         Never chosen (:data:`NOT_POPULATION`).
+    ranges : str
+        Where ``table`` has a ``ranges`` column, only its cells fitted with this
+        ``ranges=`` are read (the default's, ``"auto"``).
+    candidates : sequence of (engine, method), optional
+        The intervals that may be chosen (:data:`HETEROSKEDASTICITY_ROBUST`); ``None``:
+        every interval of the table.
 
     Returns
     -------
     list of dict
         One per cell, ``{"n", "p", "budget", "engine", "method", "coverage", "reps",
-        "next", "ratio"}`` (``engine`` and ``method`` empty where no interval passed;
-        a runner-up within :data:`TIE` of the shortest that is its engine's default
-        interval is chosen instead). ``coverage`` is the lower unwarned coverage of the
-        two laws, ``next`` the runner-up ``"engine/method"`` or ``""``, ``ratio`` its
-        length over the winner's, or ``None``.
+        "next", "ratio"}`` (``engine`` and ``method`` empty where no interval passed).
+        Intervals within :data:`TIE` of the shortest count as tied; among them the
+        fastest engine (mean fit time) is chosen, and within an engine its default
+        interval. ``coverage`` is the lower unwarned coverage of the two laws, ``next``
+        the runner-up ``"engine/method"`` (the shortest of the others) or ``""``,
+        ``ratio`` its length over the winner's (below 1 where the winner won a tie on
+        time), or ``None``.
     """
     table = _with_family(table)
     if "family" in table:
         table = table[table["family"] == "linear"]
+    if "ranges" in table:
+        # the defaults' cells: ranges="auto" (the engines chosen from learn ranges)
+        table = table[table["ranges"] == ranges]
     pool = table[(table["target"] == CHOOSABLE_TARGET)
                  & ~table["engine"].isin(list(exclude_engines))]
+    if candidates is not None:
+        allowed = set(map(tuple, candidates))
+        pool = pool[[(e, m) in allowed for e, m in zip(pool["engine"], pool["method"],
+                                                      strict=True)]]
     rows = []
     for (n, p, budget), g in pool.groupby(["n", "p", "budget"], sort=True):
         laws = set(g["errors"])
         cand = (g.groupby(["engine", "method"], sort=False)
                 .agg(passes=("passes", "all"), laws=("errors", "nunique"),
                      length=("length", "max"), coverage=("coverage_unwarned", "min"),
-                     reps=("reps", "min"))
+                     reps=("reps", "min"), seconds=("seconds", "mean"))
                 .reset_index())
         cand = cand[cand["passes"] & (cand["laws"] == len(laws))].sort_values("length")
         row = dict(n=int(n), p=int(p), budget=str(budget), engine="", method="",
                    coverage=None, reps=int(g["reps"].min()), next="", ratio=None)
         if len(cand):
             best = cand.iloc[0]
-            # a near tie (within TIE) goes to the engine's default interval when it passed
-            # (analytic, deterministic, cheaper than a bootstrap)
-            default = _default_method(best["engine"])
-            tied = cand[(cand["engine"] == best["engine"]) & (cand["method"] == default)
-                        & (cand["length"] <= (1 + TIE) * best["length"])]
-            if len(tied):
-                best = tied.iloc[0]
+            # a near tie (within TIE) goes to the fastest engine, and within an engine to
+            # its default interval (analytic, deterministic, cheaper than a bootstrap)
+            tied = cand[cand["length"] <= (1 + TIE) * best["length"]].assign(
+                other=lambda t: [m != _default_method(e)
+                                 for e, m in zip(t["engine"], t["method"], strict=True)])
+            best = tied.sort_values(["seconds", "other", "length"], kind="stable").iloc[0]
             rest = cand.drop(index=best.name)
             row.update(engine=str(best["engine"]), method=str(best["method"]),
                        coverage=round(float(best["coverage"]), 4), reps=int(best["reps"]))

@@ -191,3 +191,40 @@ def test_table_separates_families_and_the_rule_reads_the_linear_rows_only():
     (rule,) = choice_rows(table)
     assert (rule["engine"], rule["method"], rule["next"]) == ("dpsgd", "plugin", "dpsgd/rs")
     assert rule["ratio"] == pytest.approx(1.5)
+
+
+def test_the_rule_reads_the_default_ranges_and_only_heteroskedasticity_robust_intervals():
+    """Cells fitted at ranges='auto' carry a ``ranges`` factor (the declared-box cells,
+    which have none, are labelled ``declared``), SSP's robust=True rows are labelled
+    ``ssp:robust``, and the rule reads the ``auto`` cells only and chooses among the
+    intervals valid without homoskedastic errors: SSP's plug-in, however short, is not a
+    candidate; its sandwich is."""
+    declared = _raw({("dpsgd", "plugin"): (0.95, 1.0, 0.0)})
+    auto = pd.concat([
+        _raw({("dpsgd", "plugin"): (0.95, 2.0, 0.0), ("ssp", "plugin"): (0.95, 1.0, 0.0)},
+             ranges="auto"),
+        _raw({("ssp", "sandwich"): (0.95, 1.5, 0.0)}, ranges="auto", robust=True),
+    ], ignore_index=True)
+    both = pd.concat([declared, auto], ignore_index=True)
+    both.loc[both["ranges"].isna(), "ranges"] = np.nan
+    table = comparison_table(both)
+    assert "robust" not in table
+    assert set(zip(table["ranges"], table["engine"], table["method"], strict=True)) == {
+        ("declared", "dpsgd", "plugin"), ("auto", "dpsgd", "plugin"),
+        ("auto", "ssp", "plugin"), ("auto", "ssp:robust", "sandwich")}
+    (rule,) = choice_rows(table)
+    assert (rule["engine"], rule["method"], rule["next"]) == ("ssp:robust", "sandwich",
+                                                              "dpsgd/plugin")
+    (everything,) = choice_rows(table, candidates=None)
+    assert (everything["engine"], everything["method"]) == ("ssp", "plugin")
+    (old,) = choice_rows(table, ranges="declared")
+    assert (old["engine"], old["method"]) == ("dpsgd", "plugin")
+
+
+def test_default_ranges_cells_are_the_learning_engines_and_robust_ssp():
+    cells = get_study("engines").cells()
+    auto = [c for c in cells if c.params.get("ranges") == "auto"]
+    assert {c.params["engine"] for c in auto} == {"dpsgd", "ssp"}
+    robust = [c for c in auto if c.params.get("robust")]
+    assert {c.params["engine"] for c in robust} == {"ssp"}
+    assert len(robust) == 66 and len(auto) == 3 * 66  # (4 n x 2 p x 4 mu + 1 eps) x 2 laws
