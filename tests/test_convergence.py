@@ -126,7 +126,8 @@ def test_natural_units_cover_at_defaults(seed):
         # the floor check may fire here (n mu = 20,000 in a loose box): then the default
         # inference is random scaling, and the summary says why
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), random_state=seed)
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), random_state=seed,
+                           engine="dpsgd")
     assert res.convergence is not None and not res.convergence.unconverged
     assert res.cov_type == ("rs" if res.convergence.floor_decided else "plugin")
     assert _contains(res, ref, None).all()
@@ -182,7 +183,7 @@ def test_unconverged_fit_warns_and_says_so_in_the_summary():
     # the design as given, with the step set by the raw box: the path barely moves
     with pytest.warns(ConvergenceWarning, match="reliable"):
         res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), condition="none",
-                           ranges="declared", random_state=6)
+                           ranges="declared", random_state=6, engine="dpsgd")
     assert not res.convergence.ok
     assert "WARNING" in res.summary().as_text()
 
