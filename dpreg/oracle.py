@@ -80,8 +80,8 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
         label += " (statsmodels Logit)."
     else:
         # from least squares for the regression families (as statsmodels' RLM): from 0 a
-        # Huber fit in natural units starts where every residual is beyond c, so the
-        # Hessian there is nearly 0 and the trust region crawls
+        # Huber fit in natural units starts where most residuals are beyond c, where the
+        # Hessian is nearly 0, and the trust region ends short of its tolerance
         start = None if family.binary_outcome else np.linalg.lstsq(X, y, rcond=None)[0]
         params, cov, converged = m_estimate(X, y, objective, start=start)
         if not converged:

@@ -375,8 +375,9 @@ def test_huber_with_a_large_c_on_a_dollar_outcome_converges_at_the_defaults():
 
 def test_the_oracle_of_a_huber_fit_in_dollars_converges_without_bounds():
     """The non-private oracle of a Huber fit on a dollar outcome without declared bounds
-    (Mallows weights) starts from least squares: from 0 every residual was beyond c,
-    the trust region crawled, and the oracle warned that its numbers were inaccurate.
+    (Mallows weights) starts from least squares: from 0 most residuals were beyond c,
+    the trust region ended short of its tolerance, and the oracle warned that its
+    numbers may be inaccurate.
     At its solution the weighted Huber score is zero."""
     from dpreg.families import dispatch
     from dpreg.model import DPRegression
