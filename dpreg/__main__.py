@@ -209,7 +209,9 @@ def main(argv=None) -> int:
                      help="ols (squared loss), huber, expectile (with --tau) or logit")
     fit.add_argument("--c", type=float, help="Huber/expectile truncation constant")
     fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
-    fit.add_argument("--engine", default="dpsgd", choices=[*_engine_names(), "auto"])
+    fit.add_argument("--engine", default=None, choices=[*_engine_names(), "auto"],
+                     help="default: the library's (linear regression: engine='auto''s "
+                          "choice; the other families: dpsgd)")
     fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER",
                      help="public bounds: NAME=LOWER:UPPER items, or one JSON/TOML file "
                           "{name: [lower, upper]} (top level or a [bounds] table)")

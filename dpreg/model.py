@@ -303,8 +303,12 @@ class DPRegression:
         rho : float, optional
             Total budget in zCDP, met by the RDP accountant. Give exactly one of ``mu``,
             ``epsilon`` with ``delta``, or ``rho``.
-        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "auto"}
-            ``"dpsgd"``: central DP-SGD with randomized subsampling (default).
+        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "auto"}, optional
+            Default (``None``): for linear regression, ``"auto"``'s choice among the
+            engines that take every option given (an option such as ``steps=`` keeps
+            DP-SGD, ``groups=`` SSP), and ``"ssp"`` for the rows of a Dask frame; for
+            the other families ``"dpsgd"``. The summary gives the reason.
+            ``"dpsgd"``: central DP-SGD with randomized subsampling.
             ``"auto"``: the engine and interval the engines study found shortest among
             those that covered, chosen from n, p, the family and the budget
             (:mod:`dpreg.fits.engine_choice`); the summary gives the reason.
@@ -455,7 +459,9 @@ class DPRegression:
         """
         auto_reason = None
         given = frozenset(options)
-        if options.get("engine") == "auto":
+        if options.get("engine") is None:
+            options, auto_reason = self._resolve_default(options)
+        elif options.get("engine") == "auto":
             options, auto_reason = self._resolve_auto(options)
         options = self._resolve_ranges(options)
         opts = fit_options(**options)
@@ -629,24 +635,49 @@ class DPRegression:
                    and bool(self.range_columns()))
         return dict(options, ranges="private" if private else "declared")
 
+    def _resolve_default(self, options: dict) -> tuple[dict, str | None]:
+        """No ``engine=``: the rows of a Dask frame go to ``"ssp"`` (the one engine that
+        reads them); the linear family gets :func:`dpreg.fits.engine_choice.
+        default_engine` (``engine="auto"``'s choice among the engines that take the
+        given options), the other families DP-SGD. Returns the options with the engine
+        and the summary's reason line (or ``None``)."""
+        from dpreg.fits.engine_choice import default_engine
+
+        options = {k: v for k, v in options.items() if k != "engine"}
+        if self._rows is not None:
+            return dict(options, engine="ssp"), None
+        engine, cov_type, reason = default_engine(
+            self.design.nobs, self.design.k_exog, self.objective.family,
+            self._request(options), options,
+            statistics_possible=self._statistics_possible())
+        chosen = dict(options, engine=engine)
+        if cov_type is not None:
+            chosen["cov_type"] = cov_type
+        return _with_robust_meat(chosen), reason
+
+    def _request(self, options: dict) -> PrivacyRequest:
+        return PrivacyRequest.from_options(
+            mu=options.get("mu"), epsilon=options.get("epsilon"),
+            delta=options.get("delta"), rho=options.get("rho"))
+
+    def _statistics_possible(self) -> bool:
+        """Whether the sufficient-statistics engines can fit this model (public)."""
+        return self.design.endog_bounds is not None and not self.objective.mallows
+
     def _resolve_auto(self, options: dict) -> tuple[dict, str]:
         """``engine="auto"``: the options with the engine (and, unless given, the
         interval) that :func:`dpreg.fits.engine_choice.choose_engine` picks from public
         information, and its reason for the summary."""
         from dpreg.fits.engine_choice import choose_engine
 
-        request = PrivacyRequest.from_options(
-            mu=options.get("mu"), epsilon=options.get("epsilon"),
-            delta=options.get("delta"), rho=options.get("rho"))
         design = self.design
         engine, cov_type, reason = choose_engine(
-            design.nobs, design.k_exog, self.objective.family, request,
-            statistics_possible=design.endog_bounds is not None
-            and not self.objective.mallows)
+            design.nobs, design.k_exog, self.objective.family, self._request(options),
+            statistics_possible=self._statistics_possible())
         chosen = dict(options, engine=engine)
         if cov_type is not None and options.get("cov_type") is None:
             chosen["cov_type"] = cov_type
-        return chosen, reason
+        return _with_robust_meat(chosen), reason
 
     def engine_coordinates(self, opts) -> Conditioning:
         """The coordinates the engine works in.
@@ -680,3 +711,11 @@ class DPRegression:
                               "(the rows of a Dask DataFrame are read by engine='ssp' only)")
         check_identified(self.design)  # private fits never refuse on the data's rank
         return fit_oracle(self.design, self.objective)
+
+
+def _with_robust_meat(options: dict) -> dict:
+    """SSP's ``cov_type="sandwich"``, when chosen for the user, with the meat it needs
+    (``robust=True``, a share of the budget) unless ``robust=`` was given."""
+    if options.get("cov_type") == "sandwich" and "robust" not in options:
+        return dict(options, robust=True)
+    return options

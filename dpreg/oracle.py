@@ -79,7 +79,11 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
         law = NormalLaw()
         label += " (statsmodels Logit)."
     else:
-        params, cov, converged = m_estimate(X, y, objective)
+        # from least squares for the regression families (as statsmodels' RLM): from 0 a
+        # Huber fit in natural units starts where most residuals are beyond c, where the
+        # Hessian is nearly 0, and the trust region ends short of its tolerance
+        start = None if family.binary_outcome else np.linalg.lstsq(X, y, rcond=None)[0]
+        params, cov, converged = m_estimate(X, y, objective, start=start)
         if not converged:
             warnings.warn("the oracle's solver did not meet its tolerance; its numbers may be "
                           "inaccurate", ConvergenceWarning, stacklevel=3)

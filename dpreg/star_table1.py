@@ -52,7 +52,7 @@ def replicate_star(path=None, *, mu: float = 2.0, seed: int = 20250101, fmt: str
 
     data = load_star(path)
     res = dpreg.dp_ols(STAR_FORMULA, data, mu=mu, bounds=STAR_BOUNDS, levels=STAR_LEVELS,
-                       random_state=seed)
+                       engine="dpsgd", random_state=seed)
     orc = dpreg.oracle(STAR_FORMULA, data, bounds=STAR_BOUNDS)
     table = summary_col([orc, res], layout="long", variables=["ssp", "sfp", "sfsp"],
                         title=f"STAR, first-year GPA: DP-SGD at mu = {mu} (n = {res.nobs})")
@@ -77,7 +77,7 @@ def spread(data, *, mu: float, seed: int, runs: int) -> str:
     rows = []
     for r in range(runs):
         res = dpreg.dp_ols(STAR_FORMULA, data, mu=mu, bounds=STAR_BOUNDS, levels=STAR_LEVELS,
-                           random_state=seed + r)
+                           engine="dpsgd", random_state=seed + r)
         for var in ("ssp", "sfp", "sfsp"):
             rows.append({"Variable": var, "Estimate": res.params[var],
                          "Plug-in s.e.": res.bse_by("plugin")[var],

@@ -118,3 +118,102 @@ def test_auto_without_outcome_bounds_falls_back_to_dpsgd():
         res = dpreg.dp_ols(sim.formula, sim.data, mu=5.0, engine="auto", random_state=1)
     assert res.engine == "DP-SGD"
     assert "bounds on the outcome" in res.summary().as_text()
+
+
+# ----------------------------------------------------------- the linear family's default
+def _natural_fit(**options):
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, _ = natural_units_design(2000, 3, np.random.default_rng(5),
+                                                    family="linear", errors="normal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpreg.dp_ols(formula, data, bounds=bounds, random_state=5, **options)
+
+
+def test_the_linear_default_is_the_rules_choice():
+    """No engine= given: the linear family runs engine='auto''s engine and interval, the
+    same numbers as engine='auto', and the summary says it was the default's choice."""
+    from dpreg.fits.registry import ENGINES
+
+    engine, method, _ = choose_engine(2000, 3, "linear", PrivacyRequest.from_options(mu=5.0))
+    assert engine == "ssp"  # this cell's rule: the test below would not tell otherwise
+    default = _natural_fit(mu=5.0)
+    auto = _natural_fit(mu=5.0, engine="auto")
+    assert default.engine == ENGINES[engine].label and default.cov_type == method
+    np.testing.assert_array_equal(default.params, auto.params)
+    np.testing.assert_array_equal(default.conf_int(), auto.conf_int())
+    assert "default engine (engine='auto')" in default.summary().as_text()
+
+
+@pytest.mark.parametrize("option, value", [("steps", 20_000), ("cov_type", "rs"),
+                                           ("batch_size", 50)])
+def test_the_default_keeps_dpsgd_for_its_own_options(option, value):
+    """An option only DP-SGD takes keeps meaning what it says: the default falls back to
+    DP-SGD (named in the summary) instead of refusing the option."""
+    res = _natural_fit(mu=5.0, **{option: value})
+    assert res.engine == "DP-SGD"
+    assert f"since {option}= does not apply to ssp" in res.summary().as_text()
+
+
+def test_the_default_takes_ssp_for_groups():
+    """groups= (clusters as the privacy unit) only SSP takes: the default runs it there
+    even where the rule would pick DP-SGD."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    data = pd.DataFrame(dict(x=rng.uniform(-1, 1, n), school=rng.integers(0, 100, n)))
+    data["y"] = 0.5 * data["x"] + rng.normal(0, 1, n)
+    engine, _, _ = choose_engine(n, 2, "linear", PrivacyRequest.from_options(mu=1.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols("y ~ x", data, bounds=dict(x=(-1, 1), y=(-5, 5)), mu=1.0,
+                           groups="school", max_group_size=60, random_state=1)
+    assert res.engine == "SSP"
+    if engine != "ssp":
+        assert "since groups= does not apply" in res.summary().as_text()
+
+
+def test_other_families_and_unbounded_outcomes_default_to_dpsgd():
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, _ = natural_units_design(2000, 3, np.random.default_rng(5),
+                                                    family="huber", errors="normal")
+    sim = dpreg.datasets.simulate_linear(2000, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        huber = dpreg.dp_huber(formula, data, bounds=bounds, mu=5.0, random_state=1)
+        unbounded = dpreg.dp_ols(sim.formula, sim.data, mu=5.0, random_state=1)
+    assert huber.engine == "DP-SGD" and "default engine" not in huber.summary().as_text()
+    assert unbounded.engine == "DP-SGD"
+    assert "bounds on the outcome" in unbounded.summary().as_text()
+
+
+def test_a_dask_frame_defaults_to_ssp():
+    dd = pytest.importorskip("dask.dataframe")
+    sim = dpreg.datasets.simulate_linear(2000, random_state=0)
+    bounds = {c: (-6.0, 6.0) for c in sim.data.columns}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_ols(sim.formula, dd.from_pandas(sim.data, npartitions=2),
+                           bounds=bounds, mu=5.0, random_state=1)
+    assert res.engine == "SSP"
+
+
+def test_no_rows_is_refused_by_the_fits_own_check():
+    engine, _, reason = choose_engine(0, 3, "linear", PrivacyRequest.from_options(mu=1.0))
+    assert engine == "dpsgd" and "no rows" in reason
+
+
+def test_a_chosen_sandwich_brings_its_meat(monkeypatch):
+    """Where the rule picks SSP's sandwich, the default fit releases the meat it needs
+    (robust=True, a ledger row), unless the user said robust=False."""
+    from dpreg.fits import engine_choice
+
+    monkeypatch.setattr(engine_choice, "choose_engine",
+                        lambda *a, **k: ("ssp", "sandwich", "engine='auto': test"))
+    res = _natural_fit(mu=5.0)
+    assert res.engine == "SSP" and res.cov_type == "sandwich"
+    assert any("meat" in event.name for event in res.ledger.events)
+    plain = _natural_fit(mu=5.0, robust=False, cov_type="plugin")
+    assert plain.engine == "SSP" and plain.cov_type == "plugin"
+    assert not any("meat" in event.name for event in plain.ledger.events)

@@ -54,7 +54,7 @@ def test_plugin_standard_errors_estimate_theorem2_variance(small_frame, small_bo
     # The engine works in the conditioned coordinates, so the variance is computed there.
     from dpreg.inference.plugin import hessian_matrix, score_matrix
 
-    res = fit(small_frame, small_bounds, mu=500.0)
+    res = fit(small_frame, small_bounds, mu=500.0, engine="dpsgd")
     model = dpreg.DPRegression.from_formula(FORMULA, small_frame, bounds=small_bounds,
                                             levels=LEVELS)
     X, y = model.design.exog, model.design.endog

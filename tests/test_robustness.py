@@ -43,7 +43,8 @@ def test_declared_bounds_clip_gross_outliers(cauchy_frame):
     """Outcomes at 1e6 and covariates at 1e3 are clipped to the declared bounds: the
     linear fit is finite and its clip comes from the bounds, not from the data."""
     bounds = {"y": (-20.0, 20.0), "x1": (-10.0, 10.0), "x2": (-10.0, 10.0)}
-    res = dpreg.dp_ols("y ~ x1 + x2", cauchy_frame, mu=2.0, bounds=bounds, random_state=4)
+    res = dpreg.dp_ols("y ~ x1 + x2", cauchy_frame, mu=2.0, bounds=bounds, random_state=4,
+                       engine="dpsgd")
     assert np.all(np.isfinite(res.params)) and np.all(np.isfinite(res.bse_by("plugin")))
     # the engine works on the columns mapped into [-1, 1] by their bounds: the row norm
     # bound is sqrt(3) and a residual up to half the outcome's range (20) is not clipped

@@ -199,7 +199,7 @@ def test_bad_options_are_named():
     data = make_clusters(3, n_groups=20)
     with pytest.raises(OptionError, match="groups does not apply to engine='dpsgd'"):
         dpreg.dp_ols(FORMULA, data, bounds=BOUNDS, mu=1.0, groups="school",
-                     max_group_size=20)
+                     max_group_size=20, engine="dpsgd")
     with pytest.raises(OptionError, match="max_group_size"):
         fit(data, max_group_size=None)
     with pytest.raises(OptionError, match="'schol' is not a column"):

@@ -113,7 +113,7 @@ def _refuse(name):
 def test_other_engines_and_families_are_refused(frame):
     ddf = dd.from_pandas(frame, npartitions=2)
     with pytest.raises(OptionError, match="engine='ssp'"):
-        dpreg.dp_ols(FORMULA, ddf, bounds=BOUNDS, levels=LEVELS, mu=1.0)
+        dpreg.dp_ols(FORMULA, ddf, bounds=BOUNDS, levels=LEVELS, mu=1.0, engine="dpsgd")
     with pytest.raises(OptionError, match="engine='ssp'"):
         dpreg.dp_ols(FORMULA, ddf, bounds=BOUNDS, levels=LEVELS, mu=1.0, engine="dpgd")
     with pytest.raises(OptionError, match="'huber'"):

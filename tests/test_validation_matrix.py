@@ -240,7 +240,8 @@ CASES = {
     "ssp: sandwich without robust=True": (
         ols(engine="ssp", steps=None, cov_type="sandwich"), OptionError, "robust=True"),
     "ssp: Dask frame with another engine": (
-        lambda: dpreg.dp_ols("y ~ x", _dask(BASE), mu=1, bounds=OK["bounds"]),
+        lambda: dpreg.dp_ols("y ~ x", _dask(BASE), mu=1, bounds=OK["bounds"],
+                             engine="dpsgd"),
         OptionError, "engine='ssp'"),
     "ssp: Dask frame, categories not declared": (
         lambda: dpreg.dp_ols("y ~ x + g", _dask(BASE), mu=1, bounds=OK["bounds"],

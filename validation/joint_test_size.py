@@ -38,7 +38,7 @@ def cell(n: int, mu: float, reps: int) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = dpreg.dp_ols("y ~ " + " + ".join(NAMES), data, mu=mu, bounds=BOUNDS,
-                               random_state=r, cov_type="plugin")
+                               random_state=r, cov_type="plugin", engine="dpsgd")
         for m, q in rejected:
             spec = ", ".join(f"{c} = 0" for c in NAMES[:q])
             test = res.wald_test(spec, method=m, scalar=True)
@@ -69,7 +69,7 @@ def natural_cell(n: int, mu: float, reps: int) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = dpreg.dp_ols(NATURAL, data, mu=mu, bounds=NATURAL_BOUNDS, random_state=r,
-                               cov_type="plugin")
+                               cov_type="plugin", engine="dpsgd")
         test = res.wald_test("age = 0, I(age ** 2) = 0, educ = 0, female = 0, "
                              "np.log(inc) = 0", scalar=True)
         rejected += float(test.pvalue) < 0.05

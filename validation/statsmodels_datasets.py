@@ -62,7 +62,8 @@ ANES_BOUNDS = {"vote": (0, 1), "logpopul": (-3, 10), "TVnews": (0, 7), "selfLR":
 MODELS = {
     "fair OLS": (dpreg.dp_ols, "linear", _fair,
                  "rate_marriage ~ np.log(yrs_married) + age + educ + children"
-                 " + C(religious) + age:educ", FAIR_BOUNDS, {"religious": [1, 2, 3, 4]}, {}),
+                 " + C(religious) + age:educ", FAIR_BOUNDS, {"religious": [1, 2, 3, 4]},
+                 {"engine": "dpsgd"}),  # the recorded run's "OLS" rows are DP-SGD's
     "fair OLS (ssp)": (dpreg.dp_ols, "linear", _fair,
                        "rate_marriage ~ np.log(yrs_married) + age + educ + children"
                        " + C(religious) + age:educ", FAIR_BOUNDS,
@@ -72,7 +73,7 @@ MODELS = {
                    " + rate_marriage", FAIR_BOUNDS, None, {}),
     "randhie OLS": (dpreg.dp_ols, "linear", lambda: _dataset("randhie"),
                     "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg + hlthf"
-                    " + hlthp", RANDHIE_BOUNDS, None, {}),
+                    " + hlthp", RANDHIE_BOUNDS, None, {"engine": "dpsgd"}),
     "randhie OLS (ssp)": (dpreg.dp_ols, "linear", lambda: _dataset("randhie"),
                           "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg"
                           " + hlthf + hlthp", RANDHIE_BOUNDS, None, {"engine": "ssp"}),

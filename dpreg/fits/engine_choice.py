@@ -11,6 +11,9 @@ matched to the nearest studied cell in ``log n``, ``log mu`` (an ``(epsilon, del
 number of rows, the number of columns, the family and the request, all public. Other
 families keep the default engine, DP-SGD: there the study compares it with DP-GD, whose
 intervals are for the clipped minimizer on the sample rather than the population.
+
+The same rule is the linear family's default (no ``engine=`` given;
+:func:`default_engine`), among the engines that take every option the user gave.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ from dpreg.fits import _engine_choice_table as table
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
 
-__all__ = ["choose_engine", "request_mu", "DEFAULT_ENGINE", "STATISTICS_ENGINES"]
+__all__ = ["choose_engine", "default_engine", "request_mu", "DEFAULT_ENGINE",
+           "STATISTICS_ENGINES"]
 
 #: The engine of families the study does not cover.
 DEFAULT_ENGINE = "dpsgd"
@@ -83,6 +87,8 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
             f"compares it with DP-GD, whose intervals are for the clipped minimizer on the "
             f"sample, not the population; {DEFAULT_ENGINE} is the default).")
     mu = request_mu(request)
+    if n < 1:  # no rows: nothing to choose by; the fit's own checks refuse it by name
+        return DEFAULT_ENGINE, None, f"engine='auto': {DEFAULT_ENGINE} (no rows)."
 
     def distance(rule):
         return (abs(math.log(n / rule["n"])) + abs(math.log(mu / _budget_mu(rule["budget"])))
@@ -96,16 +102,71 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
             f"cell {where} no interval for the population covered under both error laws "
             f"(every engine warned or undercovered there), so heed this fit's warnings; "
             f"{table.SOURCE}.")
-    if rule["engine"] in STATISTICS_ENGINES and not statistics_possible:
+    if rule["engine"].partition(":")[0] in STATISTICS_ENGINES and not statistics_possible:
         return DEFAULT_ENGINE, None, (
             f"engine='auto': {DEFAULT_ENGINE}, the default: the engines study's nearest cell "
             f"{where} found {rule['engine']} shortest, but it needs declared bounds on the "
             f"outcome (and no Mallows weights); {table.SOURCE}.")
+    # "ssp:robust": SSP with robust=True (its sandwich needs the released meat)
+    engine, _, variant = rule["engine"].partition(":")
+    shown = f"{engine} (robust=True)" if variant == "robust" else engine
     runner = (f"; next best {rule['next']}, {rule['ratio']:.2f} times longer"
               if rule["next"] else "")
-    reason = (f"engine='auto': {rule['engine']} with {rule['method']} intervals, the "
+    reason = (f"engine='auto': {shown} with {rule['method']} intervals, the "
               f"shortest that covered (unwarned coverage {rule['coverage']:.3f} over "
               f"{rule['reps']} fits, both error laws) in the engines study's nearest cell "
               f"{where}{runner}; "
               f"{table.SOURCE}.")
-    return rule["engine"], rule["method"], reason
+    return engine, rule["method"], reason
+
+
+#: The engines a default fit falls back to, in order, when the rule's choice does not
+#: take an option the user gave (DP-SGD takes the most; SSP takes ``groups``, ``absorb``).
+FALLBACK_ENGINES = (DEFAULT_ENGINE, "ssp")
+
+
+def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
+                   options, *, statistics_possible: bool = True
+                   ) -> tuple[str, str | None, str | None]:
+    """``(engine, cov_type, reason)`` when no ``engine=`` is given.
+
+    The linear family takes :func:`choose_engine`'s choice (the shortest interval that
+    covered in the engines study's nearest cell) if that engine takes every option in
+    ``options``; otherwise the first of :data:`FALLBACK_ENGINES` that does (so that an
+    option such as ``steps=`` or ``groups=`` keeps meaning what it says). The other
+    families keep :data:`DEFAULT_ENGINE`, with no reason line. Every input is public.
+
+    Parameters
+    ----------
+    n, p, family, request, statistics_possible
+        As for :func:`choose_engine`.
+    options : Mapping
+        The options the user gave.
+
+    Returns
+    -------
+    engine : str
+    cov_type : str or None
+        The chosen interval, ``None`` for the engine's default or where the user gave one.
+    reason : str or None
+        One line for the summary (``None`` for the other families).
+    """
+    from dpreg.fits.registry import refused_option
+
+    family = get_family(family)
+    if not family.squared_loss:
+        return DEFAULT_ENGINE, None, None
+    engine, cov_type, reason = choose_engine(n, p, family, request,
+                                             statistics_possible=statistics_possible)
+    reason = reason.replace("engine='auto'", "default engine (engine='auto')", 1)
+    if options.get("cov_type") is not None:
+        cov_type = None
+    refused = refused_option(engine, options)
+    if refused is None:
+        return engine, cov_type, reason
+    for fallback in FALLBACK_ENGINES:
+        if fallback != engine and refused_option(fallback, options) is None:
+            return fallback, None, (
+                f"default engine: {fallback}, since {refused}= does not apply to "
+                f"{engine}, the choice of engine='auto' here")
+    return DEFAULT_ENGINE, None, None

@@ -16,7 +16,8 @@ from dpreg.exceptions import OptionError
 from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd, ssp
 from dpreg.options import MODEL_OPTIONS, CommonOptions
 
-__all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names"]
+__all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names",
+           "refused_option"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,21 @@ def _neutral(name: str, value) -> bool:
     return False
 
 
+def refused_option(engine: str, options: Mapping[str, Any]) -> str | None:
+    """The first of ``options`` that does not apply to ``engine`` (its record lacks it and
+    its value asks for something, or a ``cov_type`` it does not offer), or ``None``."""
+    record = ENGINES[engine].options
+    names = {f.name for f in fields(record)}
+    for name, value in options.items():
+        if name == "engine":
+            continue
+        if name not in names and not _neutral(name, value):
+            return name
+        if name == "cov_type" and value is not None and value not in record.cov_types:
+            return name
+    return None
+
+
 def fit_options(**options) -> CommonOptions:
     """The validated options record of ``options["engine"]`` (default ``"dpsgd"``).
 
@@ -111,8 +127,8 @@ def fit_options(**options) -> CommonOptions:
         raise OptionError(f"unknown engine {engine!r}; choose one of {tuple(ENGINES)}")
     record = ENGINES[engine].options
     names = {f.name for f in fields(record)}
-    for name, value in options.items():
-        if name not in names and not _neutral(name, value):
-            raise OptionError(f"{name} does not apply to engine={engine!r} ({record.scope}); "
-                              f"got {name}={value!r}")
+    refused = refused_option(engine, options)
+    if refused is not None and refused not in names:
+        raise OptionError(f"{refused} does not apply to engine={engine!r} ({record.scope}); "
+                          f"got {refused}={options[refused]!r}")
     return record(**{k: v for k, v in options.items() if k in names})

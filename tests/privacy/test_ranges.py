@@ -143,7 +143,7 @@ def test_epsilon_delta_request_is_met_by_the_exact_gaussian_tradeoff(seed):
 
 def test_dpsgd_ledger_with_ranges_meets_mu(seed):
     data = wage_frame(seed, 400)
-    res = fit(data, mu=2, ranges="private", random_state=seed)
+    res = fit(data, mu=2, ranges="private", random_state=seed, engine="dpsgd")
     names = [e.name for e in res.ledger.events]
     assert names[0] == RANGES_EVENT and "DP-SGD path" in names
     assert res.ledger.total_mu == pytest.approx(2.0, rel=1e-9)

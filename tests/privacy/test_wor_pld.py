@@ -178,10 +178,10 @@ def fair():
     def fit(**budget):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            # the recorded figures are the path's accounting in the declared boxes
+            # the recorded figures are DP-SGD's path accounting in the declared boxes
             return dpreg.dp_ols(FAIR_FORMULA, data, bounds=FAIR_BOUNDS,
                                 levels={"religious": [1, 2, 3, 4]}, ranges="declared",
-                                random_state=1, **budget)
+                                engine="dpsgd", random_state=1, **budget)
     return fit
 
 
