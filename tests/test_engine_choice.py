@@ -12,9 +12,15 @@ import dpreg
 from dpreg.fits import _engine_choice_table as table
 from dpreg.fits.engine_choice import choose_engine, request_mu
 from dpreg.privacy.request import PrivacyRequest
-from dpreg.studies.engine_comparison import NOT_POPULATION, choice_rows
+from dpreg.studies.engine_comparison import (
+    HETEROSKEDASTICITY_ROBUST,
+    NOT_POPULATION,
+    choice_rows,
+)
 
-RECORDED = Path(__file__).resolve().parents[1] / "validation" / "results" / "engines.csv"
+#: The recorded run the rule is read from: the linear cells at the default ranges="auto"
+RECORDED = (Path(__file__).resolve().parents[1] / "validation" / "results"
+            / "engines-ranges.csv")
 
 
 def _request(budget):
@@ -44,6 +50,7 @@ def test_every_chosen_interval_covered_under_both_error_laws_in_the_study():
     assert len(chosen) >= len(table.RULES) // 2
     for rule in chosen:
         assert rule["engine"] not in NOT_POPULATION
+        assert (rule["engine"], rule["method"]) in HETEROSKEDASTICITY_ROBUST
         rows = recorded[(recorded["n"] == rule["n"]) & (recorded["p"] == rule["p"])
                         & (recorded["budget"] == rule["budget"])
                         & (recorded["engine"] == rule["engine"])
@@ -63,8 +70,9 @@ def test_choose_engine_returns_each_cells_rule(k):
         engine, method, reason = choose_engine(rule["n"], rule["p"], "linear",
                                                _request(rule["budget"]))
         assert f"n = {rule['n']}, p = {rule['p']}" in reason
-        if rule["engine"]:
-            assert (engine, method) == (rule["engine"], rule["method"]), rule
+        if rule["engine"]:  # "ssp:robust" is SSP with robust=True
+            assert (engine, method) == (rule["engine"].partition(":")[0],
+                                        rule["method"]), rule
         else:  # no interval covered there: the default engine, and the reason says so
             assert (engine, method) == ("dpsgd", None)
             assert "no interval for the population covered" in reason

@@ -133,8 +133,8 @@ def main() -> None:
     stem = "engines" if args.family == ["linear"] else "engines-families"
     if args.ranges == ["auto"]:
         stem += "-ranges"
-    table.to_csv(out / f"{stem}.csv", index=False, float_format="%.4f")
-    best.to_csv(out / f"{stem}-shortest.csv", index=False, float_format="%.4f")
+    table.to_csv(out / f"{stem}.csv", index=False, float_format="%.6g")
+    best.to_csv(out / f"{stem}-shortest.csv", index=False, float_format="%.6g")
     minutes = (time.perf_counter() - start) / 60
     if args.write_choice:
         write_choice(choice_rows(table), args)
