@@ -28,6 +28,10 @@ from dpreg.privacy.request import PrivacyRequest
 __all__ = ["choose_engine", "default_engine", "request_mu", "DEFAULT_ENGINE",
            "STATISTICS_ENGINES"]
 
+#: Where a summary's reason line points for the study (its runs and replications:
+#: ``dpreg.fits._engine_choice_table.SOURCE``).
+CITATION = "docs: Engines compared (python -m dpreg study engines)"
+
 #: The engine of families the study does not cover.
 DEFAULT_ENGINE = "dpsgd"
 
@@ -101,12 +105,12 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
             f"engine='auto': {DEFAULT_ENGINE}, the default: in the engines study's nearest "
             f"cell {where} no interval for the population covered under both error laws "
             f"(every engine warned or undercovered there), so heed this fit's warnings; "
-            f"{table.SOURCE}.")
+            f"{CITATION}.")
     if rule["engine"].partition(":")[0] in STATISTICS_ENGINES and not statistics_possible:
         return DEFAULT_ENGINE, None, (
             f"engine='auto': {DEFAULT_ENGINE}, the default: the engines study's nearest cell "
             f"{where} found {rule['engine']} shortest, but it needs declared bounds on the "
-            f"outcome (and no Mallows weights); {table.SOURCE}.")
+            f"outcome (and no Mallows weights); {CITATION}.")
     # "ssp:robust": SSP with robust=True (its sandwich needs the released meat)
     engine, _, variant = rule["engine"].partition(":")
     shown = f"{engine} (robust=True)" if variant == "robust" else engine
@@ -116,7 +120,7 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
               f"shortest that covered (unwarned coverage {rule['coverage']:.3f} over "
               f"{rule['reps']} fits, both error laws) in the engines study's nearest cell "
               f"{where}{runner}; "
-              f"{table.SOURCE}.")
+              f"{CITATION}.")
     return engine, rule["method"], reason
 
 
