@@ -71,9 +71,11 @@ class _FormulaRows:
 
     def rebuild(self, ranges: Mapping[str, tuple[float, float]]) -> Design:
         """The design with ``ranges`` as the declared bounds of their columns."""
+        # the same formula on the same rows, checked row by row when the model was built
         return build_design(self.formula, self.data, missing=self.missing,
                             bounds={**self.bounds, **ranges}, levels=self.levels,
-                            eval_env=self.env, binary_outcome=self.binary_outcome)
+                            eval_env=self.env, binary_outcome=self.binary_outcome,
+                            check_rowwise=False)
 
 
 class _ArrayRows:

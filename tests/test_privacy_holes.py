@@ -106,6 +106,19 @@ def test_terms_reading_other_rows_are_refused(small_frame, formula, term, spelli
     assert repr(term) in str(info.value) and spelling in str(info.value)
 
 
+def test_a_model_with_a_term_reading_other_rows_is_refused_before_any_rebuild(small_frame):
+    """The rebuild with privately learned ranges skips the row-wise check (same formula,
+    same rows); the check runs when the model is built, so such a term never reaches a
+    fit, whatever ``ranges=``."""
+    with pytest.raises(PrivacyLeakError):
+        build_design("y ~ I(x - x.mean())", small_frame)
+    assert build_design("y ~ I(x - x.mean())", small_frame, check_rowwise=False).nobs > 0
+    for ranges in ("auto", "private", "declared"):
+        with pytest.raises(PrivacyLeakError):
+            dpreg.dp_ols("y ~ I(x - x.mean())", small_frame, mu=1.0, ranges=ranges,
+                         bounds={"y": (-10, 10), "x": (-10, 10)})
+
+
 @pytest.mark.parametrize("formula", ["y ~ np.log(x + 2) + I(x ** 2) + C(g) + x:d",
                                      "y ~ np.exp(x) * d - 1", "y ~ I((x - 0.5) / 2)"])
 def test_row_wise_terms_pass(small_frame, formula):

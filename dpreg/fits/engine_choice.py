@@ -18,6 +18,7 @@ The same rule is the linear family's default (no ``engine=`` given;
 
 from __future__ import annotations
 
+import functools
 import math
 
 from dpreg.families import Family, get_family
@@ -46,6 +47,7 @@ def request_mu(request: PrivacyRequest) -> float:
     return float(epsilon_to_mu(request.epsilon, request.delta))
 
 
+@functools.lru_cache(maxsize=None)
 def _budget_mu(budget: str) -> float:
     parts = dict(part.split("=") for part in budget.split(","))
     if "mu" in parts:
