@@ -122,7 +122,7 @@ def cell(design: str, n: int, mu: float, reps: int, seed: int, boxes: str) -> li
     z = stats.norm.ppf(0.975)
     out = {k: dict(cover=[], length=[], seconds=[]) for k in ("newton", "dpsgd")}
     warned = []
-    for rep in range(reps):
+    for _ in range(reps):
         data, formula, bounds, levels, truth = simulate_design(design, n, rng)
         if boxes == "data":
             bounds = data_boxes(data, bounds)
