@@ -127,8 +127,8 @@ def fit_options(**options) -> CommonOptions:
         raise OptionError(f"unknown engine {engine!r}; choose one of {tuple(ENGINES)}")
     record = ENGINES[engine].options
     names = {f.name for f in fields(record)}
-    refused = refused_option(engine, options)
-    if refused is not None and refused not in names:
-        raise OptionError(f"{refused} does not apply to engine={engine!r} ({record.scope}); "
-                          f"got {refused}={options[refused]!r}")
+    for name, value in options.items():
+        if name not in names and not _neutral(name, value):
+            raise OptionError(f"{name} does not apply to engine={engine!r} ({record.scope}); "
+                              f"got {name}={value!r}")
     return record(**{k: v for k, v in options.items() if k in names})
