@@ -605,8 +605,9 @@ class DPRegression:
         res = engine.fit(problem, opts, request, given)
         res.settings = res.settings.with_setting(
             "ranges", "learned privately: " + release.describe())
-        kept = (f" The noise swamped the counts of {list(release.kept)}: their declared "
-                "boxes were kept." if release.kept else "")
+        kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
+                "were spread too thinly over the grid to locate): their declared boxes "
+                "were kept." if release.kept else "")
         res.notes = res.notes + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
             f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "

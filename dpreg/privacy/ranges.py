@@ -30,7 +30,14 @@ end the right edge of the last bin at which the count from above does, each move
 further out (a guard bin for the sparse tail rows the threshold dropped), so the range is
 snapped outward to the grid and never leaves the box. ``t = min(0.005 n, 0.5 sqrt(n))``
 (:func:`tail_rows`). When the noise swamps the counts (no count exceeds ``t``, or the two
-ends cross) the declared box is kept.
+ends cross) the declared box is kept. It is kept too when the threshold dropped more rows
+than the range may clip: when the kept counts sum to less than ``n - 2 t - 2 sigma
+sqrt(B)`` (``n`` public; ``2 sigma sqrt(B)`` allows for the noise of the sum), the rows
+are spread too thinly over the grid for the counts to locate them (data that fill their
+box at small ``n mu``: the ends would be set by the few bins the noise lifted over the
+threshold). Measured without this check: x uniform on its declared box ``[-1, 1]``,
+n = 400, mu = 1, the learned range held a median 82% of the rows (5% of fits excluded 0)
+and DP-SGD's unwarned plug-in covered the slope 0.745; with it, the box is kept.
 
 Measured (``validation/private_ranges.py``, a wage equation's log wage, schooling and
 experience, 40 seeds, 5% of mu^2): at n = 1000 and mu = 2 (noise sd 5.5 per bin) the
@@ -174,7 +181,7 @@ def tail_rows(n: int) -> float:
 
 
 def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
-                      noise_std: float) -> tuple[float, float] | None:
+                      noise_std: float, n: int | None = None) -> tuple[float, float] | None:
     """The range read off one noisy histogram (post-processing; module notes).
 
     Parameters
@@ -188,6 +195,9 @@ def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
     noise_std : float
         The noise's standard deviation per bin (public): counts not above
         :data:`THRESHOLD` times it are taken as 0.
+    n : int, optional
+        Rows (public). Given, the declared box is kept (``None``) when the kept counts
+        sum to less than ``n - 2 tail - 2 noise_std sqrt(B)`` (module notes).
 
     Returns
     -------
@@ -199,6 +209,8 @@ def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
     """
     noisy = np.asarray(noisy, dtype=float)
     c = np.where(noisy > THRESHOLD * noise_std, noisy, 0.0)
+    if n is not None and c.sum() < n - 2 * tail - 2 * noise_std * math.sqrt(len(c)):
+        return None  # the threshold dropped more rows than the range may clip
     below = np.flatnonzero(np.cumsum(c) > tail)
     above = np.flatnonzero(np.cumsum(c[::-1]) > tail)
     if below.size == 0 or above.size == 0:
@@ -363,7 +375,7 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
         lo, hi = float(box[0]), float(box[1])
         edges = grid_edges(lo, hi, bins)
         noisy = column_histogram(values, edges) + rng.normal(0.0, event.noise_std, bins)
-        found = range_from_counts(noisy, edges, tail, event.noise_std)
+        found = range_from_counts(noisy, edges, tail, event.noise_std, n)
         declared[name] = (lo, hi)
         if found is None:
             kept.append(name)
