@@ -308,7 +308,7 @@ class DPRegression:
         engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "auto"}, optional
             Default (``None``): for linear regression, ``"auto"``'s choice among the
             engines that take every option given (an option such as ``steps=`` keeps
-            DP-SGD, ``groups=`` SSP), and ``"ssp"`` for the rows of a Dask frame; for
+            DP-SGD; with ``groups=`` SSP), and ``"ssp"`` for the rows of a Dask frame; for
             the other families ``"dpsgd"``. The summary gives the reason.
             ``"dpsgd"``: central DP-SGD with randomized subsampling.
             ``"auto"``: the engine and interval the engines study found shortest among
@@ -374,13 +374,15 @@ class DPRegression:
         n_boot : int
             SSP: bootstrap replicates (default 2000).
         groups : str or array-like, optional
-            SSP: clusters as the privacy unit, a column of the data (or one label per
-            row of the data as given); needs ``max_group_size``. With ``robust=True``,
-            ``cov_type="cluster"`` (CR1, ``t(G-1)``) is offered. See the user guide's
-            SSP page, "Clusters as the privacy unit".
+            SSP and DP-SGD: clusters as the privacy unit, a column of the data (or one
+            label per row of the data as given); needs ``max_group_size``. SSP: with
+            ``robust=True``, ``cov_type="cluster"`` (CR1, ``t(G-1)``), the default with
+            ``groups``. DP-SGD (every family): batches of whole clusters, and a
+            cluster-robust plug-in (CR1, ``t(G-1)``). With ``groups`` the linear default
+            is SSP. See the user guide's page "Clusters as the privacy unit".
         max_group_size : int, optional
-            SSP with ``groups``: the public bound ``K`` on a cluster's rows; each
-            cluster keeps its first ``K`` rows in the data's order.
+            With ``groups``: the public bound ``K`` on a cluster's rows; each cluster
+            keeps its first ``K`` rows in the data's order.
         absorb : str, optional
             SSP: a categorical column whose fixed effects are absorbed (its levels
             declared in ``levels=``): its dummies join the design and the results report

@@ -165,8 +165,9 @@ def test_the_default_keeps_dpsgd_for_its_own_options(option, value):
 
 
 def test_the_default_takes_ssp_for_groups():
-    """groups= (clusters as the privacy unit) only SSP takes: the default runs it there
-    even where the rule would pick DP-SGD."""
+    """With groups= (clusters as the privacy unit) the linear default is SSP's
+    cluster-robust sandwich even where the rule (a study of independent rows) would pick
+    DP-SGD, which takes groups= too; the other families keep DP-SGD, with clusters."""
     rng = np.random.default_rng(3)
     n = 2000
     data = pd.DataFrame(dict(x=rng.uniform(-1, 1, n), school=rng.integers(0, 100, n)))
@@ -177,8 +178,16 @@ def test_the_default_takes_ssp_for_groups():
         res = dpreg.dp_ols("y ~ x", data, bounds=dict(x=(-1, 1), y=(-5, 5)), mu=1.0,
                            groups="school", max_group_size=60, random_state=1)
     assert res.engine == "SSP"
-    if engine != "ssp":
-        assert "since groups= does not apply" in res.summary().as_text()
+    assert res.cov_type == "cluster"
+    assert engine == "dpsgd"  # the rule's choice here, which the clusters override
+    assert "default engine: ssp with clusters as the privacy unit" in res.summary().as_text()
+    data["b"] = (data["y"] > 0).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        logit = dpreg.dp_logit("b ~ x", data, bounds=dict(x=(-1, 1), b=(0, 1)), mu=1.0,
+                               groups="school", max_group_size=60, random_state=1)
+    assert logit.engine == "DP-SGD"
+    assert logit.ledger.events[0].adjacency == "replace-one cluster (at most 60 rows)"
 
 
 def test_other_families_and_unbounded_outcomes_default_to_dpsgd():

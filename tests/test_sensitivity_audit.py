@@ -38,9 +38,9 @@ def test_sensitivity_whole_grid(cell):
 
 def test_the_grid_covers_every_option_value():
     cells = grid_cells()
-    assert len(cells) == len(set(cells)) == 432
+    assert len(cells) == len(set(cells)) == 588
     for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp"},
-                                {"uniform", "poisson", None},
+                                {"uniform", "poisson", "clusters", None},
                                 {"linear", "huber", "expectile", "logistic"},
                                 {"mallows", None}, {"private", "bounds", "none"},
                                 set(sens_audit.GRID_FORMS)]):

@@ -112,8 +112,15 @@ def test_cluster_adjacency_is_validated_and_accounted_as_replace_one():
     with pytest.raises(OptionError, match="adjacency"):
         GaussianMechanismEvent("c", sensitivity=1.0, noise_std=1.0,
                                adjacency="replace-one cluster")
-    with pytest.raises(OptionError, match="sampling"):
-        GaussianMechanismEvent("d", 1.0, 1.0, adj, sampling="uniform", sample_size=2,
+    # DP-SGD with clusters samples whole clusters without replacement: accounted as
+    # uniform sampling of rows with the cluster as the row (population G)
+    d = GaussianMechanismEvent("d", 1.0, 1.0, adj, sampling="uniform", sample_size=2,
+                               population=10, count=50)
+    e = GaussianMechanismEvent("e", 1.0, 1.0, "replace-one", sampling="uniform",
+                               sample_size=2, population=10, count=50)
+    assert rigorous_epsilon([d], 1e-5)[0] == pytest.approx(rigorous_epsilon([e], 1e-5)[0])
+    with pytest.raises(OptionError, match="sampling"):  # Poisson: add/remove of a row
+        GaussianMechanismEvent("f", 1.0, 1.0, adj, sampling="poisson", sample_size=2,
                                population=10)
 
 
@@ -197,9 +204,9 @@ def test_cluster_coverage(seed, clip):
 # ------------------------------------------------------------------ bad options
 def test_bad_options_are_named():
     data = make_clusters(3, n_groups=20)
-    with pytest.raises(OptionError, match="groups does not apply to engine='dpsgd'"):
+    with pytest.raises(OptionError, match="groups does not apply to engine='dpgd'"):
         dpreg.dp_ols(FORMULA, data, bounds=BOUNDS, mu=1.0, groups="school",
-                     max_group_size=20, engine="dpsgd")
+                     max_group_size=20, engine="dpgd")
     with pytest.raises(OptionError, match="max_group_size"):
         fit(data, max_group_size=None)
     with pytest.raises(OptionError, match="'schol' is not a column"):

@@ -19,6 +19,7 @@ the audit checks what a user's ledger says, not a recomputation of it.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import warnings
 from typing import Any, Mapping
@@ -91,12 +92,30 @@ def corner_rows(data: pd.DataFrame, bounds: Mapping[str, Any],
     return rows
 
 
-def _neighbour(data: pd.DataFrame, row: Mapping[str, Any], position: int) -> pd.DataFrame:
+def _neighbour(data: pd.DataFrame, row: Mapping[str, Any], position: int,
+               groups: str | None = None) -> pd.DataFrame:
+    """``data`` with the row at ``position`` replaced by ``row``; with ``groups`` (the
+    cluster column), every row of that row's cluster (replace-one cluster, the same
+    number of rows: ``n`` is public)."""
     out = data.copy()
+    where = [out.index[position]] if groups is None else \
+        out.index[out[groups] == out[groups].iloc[position]]
     for col, value in row.items():
         out[col] = out[col].astype(object) if out[col].dtype == object else out[col]
-        out.loc[out.index[position], col] = value
+        out.loc[where, col] = value
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Audited:
+    """A model and the problem its engine fits: with clusters, the problem with its
+    rows' cluster codes, on each cluster's first ``max_group_size`` rows."""
+
+    model: Any
+    problem: Any
+
+    def range_columns(self):
+        return self.model.range_columns()
 
 
 def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mapping[str, Any],
@@ -146,6 +165,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         One row per release: ``release``, ``ledger_sensitivity``, ``max_change``,
         ``ratio`` (``max_change / ledger_sensitivity``; above 1 is a privacy bug).
     """
+    from dpreg.fits.dpsgd import clustered
     from dpreg.fits.registry import fit_options
     from dpreg.model import DPRegression
     from dpreg.privacy.disclosure import sampling_adjacency
@@ -153,16 +173,25 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     if engine not in _RELEASES:
         raise OptionError(f"engine must be one of {tuple(_RELEASES)}, got {engine!r}")
     rng = np.random.default_rng(rng)
-    cov_type = {"ldp_sgd": "plugin", "ssp": "sandwich"}.get(engine)
+    groups = options.get("groups")
+    cov_type = {"ldp_sgd": "plugin", "ssp": "cluster" if groups else "sandwich"}.get(engine)
     fit_kw = dict(options, engine=engine)
     if cov_type:
         fit_kw["cov_type"] = cov_type
     if engine == "ssp":
         fit_kw["robust"] = True
+    opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
 
     def model_of(frame):
-        return DPRegression.from_formula(formula, frame, family=family, bounds=bounds,
-                                         levels=levels, weights=weights)
+        model = DPRegression.from_formula(formula, frame, family=family, bounds=bounds,
+                                          levels=levels, weights=weights)
+        if groups is None:
+            return _Audited(model, model.problem)
+        codes = pd.factorize(frame[groups])[0].astype(np.int64)
+        problem = dataclasses.replace(model.problem, groups=codes)
+        if engine == "dpsgd":
+            problem = clustered(problem, opts)[0]
+        return _Audited(model, problem)
 
     base = model_of(data)
     with warnings.catch_warnings():
@@ -173,10 +202,9 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         # the engine's own releases are audited in the declared boxes (the neighbours are
         # the boxes' corners); the ranges cells audit the histograms
         short["ranges"] = "private" if ranges else "declared"
-        res = base.fit(mu=1.0, random_state=0, **short)
+        res = base.model.fit(mu=1.0, random_state=0, **short)
     names = {RANGES_EVENT: "ranges"} if ranges else _RELEASES[engine]
     ledger = {e.name: e.sensitivity for e in res.ledger.events if e.name in names}
-    opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
     problem = base.problem
     cond = problem.coordinates(opts.condition)
     pub = None if engine == "ssp" else \
@@ -202,7 +230,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     removed = model_of(data.drop(index=data.index[position])) if factor == 1.0 else None
     worst = dict.fromkeys(ledger, 0.0)
     for row in corner_rows(data, bounds, levels, limit):
-        other = model_of(_neighbour(data, row, position))
+        other = model_of(_neighbour(data, row, position, groups))
         # adversarial parameters too: ones that fit the replaced row and the
         # replacement exactly (the Hessian weight of a robust loss is largest there)
         local = thetas + [_fitting(m.problem, cond, position) for m in (base, other)]
@@ -247,14 +275,16 @@ def _central_statistics(model, cond, pub, thetas, names, opts):
     Z, y = _engine_rows(problem, cond)
     out = {}
     for name, which in names.items():
-        if which == "path":
+        if which == "path":  # every unit in the batch: rows, or clusters
             n = len(y)
-            settings = SGDSettings(batch_size=n, sampling="uniform", steps=1,
+            units = n if problem.groups is None else int(np.max(problem.groups)) + 1
+            settings = SGDSettings(batch_size=units, sampling="uniform", steps=1,
                                    clip=pub.clip, lr=1.0, lr_decay=0.0, noise_scale=0.0,
-                                   noise_multiplier=0.0)
+                                   noise_multiplier=0.0, rows_per_unit=n / units)
             out[name] = [n * (t - run_dpsgd(Z, y, objective=problem.objective,
                                              settings=settings, theta0=t,
-                                             rng=np.random.default_rng(0)).last)
+                                             rng=np.random.default_rng(0),
+                                             clusters=problem.groups).last)
                          for t in thetas]
             continue
         grid = [None] if which == "G" else thetas
@@ -293,15 +323,22 @@ def _dpgd_statistics(model, cond, pub, thetas, names, opts):
 def _ssp_statistics(model, cond, pub, thetas, names, opts):
     """SSP's sums of the clipped rows and its meat (at each of ``thetas``), by the
     engine's own functions and public plan."""
-    from dpreg.engines.ssp import meat_sum, ssp_sums
+    from dpreg.engines.ssp import cluster_meat_sum, first_rows, meat_sum, ssp_sums
     from dpreg.fits.ssp import ssp_plan
 
     problem = model.problem
     settings, _ = ssp_plan(problem, opts, cond)
     Z, y = _engine_rows(problem, cond)
+    if problem.groups is None:
+        meats = [meat_sum(Z, y, settings, t)[0] for t in thetas]
+    else:  # each cluster's first K rows, and the cluster meat
+        keep = first_rows(problem.groups, settings.max_group_size)
+        Z, y, codes = Z[keep], y[keep], np.asarray(problem.groups)[keep]
+        meats = [cluster_meat_sum(Z, y, settings, t, codes, int(codes.max()) + 1)[0]
+                 for t in thetas]
     sums = ssp_sums(Z, y, settings)
     return {"SSP X'X": [sums.gram], "SSP X'y": [sums.xty], "SSP y'y": [np.array(sums.yty)],
-            "SSP meat sum g g'": [meat_sum(Z, y, settings, t)[0] for t in thetas]}
+            "SSP meat sum g g'": meats}
 
 
 def _ldp_sums(model, cond, pub, thetas, names, opts):
@@ -354,15 +391,20 @@ GRID_FORMS = {
     "response": ("np.log(y) ~ age + educ", {"y": (0.5, 20), "age": (16, 100),
                                             "educ": (0, 25)}),
 }
+#: ``"clusters"``: clusters as the privacy unit (``groups=``, ``max_group_size=``; DP-SGD
+#: samples whole clusters uniformly), the neighbour replacing one whole cluster.
 _GRID_ENGINES = (("dpsgd", "uniform"), ("dpsgd", "poisson"), ("dpgd", None), ("ldp_sgd", None),
-                 ("ssp", None))
+                 ("ssp", None), ("dpsgd", "clusters"), ("ssp", "clusters"))
+#: Rows per cluster of the audit's clustered data sets (every cluster full: ``K``).
+GRID_CLUSTER_SIZE = 3
 
 
 def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
-    LDP-SGD, SSP), the four families, Mallows weights or none, the three conditionings and
-    the six bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
+    LDP-SGD, SSP, and DP-SGD and SSP with clusters as the privacy unit), the four
+    families, Mallows weights or none, the three conditionings and the six bounds forms
+    of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
     transform; SSP fits the linear family without weights.
 
@@ -402,6 +444,9 @@ GRID_SAMPLE = [
     ("ssp", None, "linear", None, "bounds", "response"),
     ("dpsgd", "uniform", "huber", "mallows", "private", "square"),
     ("ssp", None, "linear", None, "bounds", "square"),
+    ("dpsgd", "clusters", "logistic", None, "private", "categorical"),
+    ("dpsgd", "clusters", "huber", "mallows", "none", "main"),
+    ("ssp", "clusters", "linear", None, "bounds", "interaction"),
 ]
 
 
@@ -418,7 +463,8 @@ def ranges_cells() -> list[tuple]:
         :func:`audit_cell`.
     """
     return [(engine, sampling, "linear", None, "private", form)
-            for engine, sampling in _GRID_ENGINES if engine != "ldp_sgd"
+            for engine, sampling in _GRID_ENGINES
+            if engine != "ldp_sgd" and sampling != "clusters"  # groups= declares boxes
             for form in GRID_FORMS]
 
 
@@ -443,7 +489,8 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
     engine : str
         The cell, as :func:`grid_cells` gives it.
     sampling : str or None
-        ``None`` for engines without subsampling.
+        ``None`` for engines without subsampling; ``"clusters"``: clusters of
+        :data:`GRID_CLUSTER_SIZE` rows as the privacy unit.
     family : str
     weights : {"mallows", None}
     condition : str
@@ -466,7 +513,10 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
         bounds = {k: v for k, v in bounds.items() if k != "y"} | {"b": (0.0, 1.0)}
         data = data.drop(columns="y")
     options = {"condition": condition}
-    if sampling is not None:
+    if sampling == "clusters":
+        options |= {"groups": "school", "max_group_size": GRID_CLUSTER_SIZE}
+        data = data.assign(school=np.arange(len(data)) // GRID_CLUSTER_SIZE)
+    elif sampling is not None:
         options["sampling"] = sampling
     levels = _LEVELS if form == "categorical" else None
     if form != "categorical":

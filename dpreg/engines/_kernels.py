@@ -58,14 +58,25 @@ def descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step, dbuf):
 
 
 @njit(cache=True)
+def gather_row(X, y, xnorm, w, i, r, xb, yb, nb, wb):
+    """Copy row ``i`` of the data into row ``r`` of the batch's buffers."""
+    yb[r] = y[i]
+    nb[r] = xnorm[i]
+    wb[r] = w[i]
+    for j in range(X.shape[1]):
+        xb[r, j] = X[i, j]
+
+
+@njit(cache=True)
 def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
-                inv_denom, noise_scale, precond, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
-                dbuf, traj_stride, traj_avg, traj_iter, clip_count):
+                inv_denom, noise_scale, precond, perm, unit_rows, unit_start, theta, ref,
+                s_run, m_acc, l_acc, gbuf, dbuf, traj_stride, traj_avg, traj_iter,
+                clip_count):
     """Run ``len(counts)`` DP-SGD steps (Algorithm 1 with the clipping of (5.1)).
 
-    Step ``t = t0 + b + 1`` samples ``counts[b]`` rows without replacement by a partial
-    Fisher-Yates shuffle of ``perm`` driven by the uniforms ``u`` (consumed in order),
-    clips each per-example gradient to norm ``clip``, and updates
+    Step ``t = t0 + b + 1`` samples ``counts[b]`` units without replacement by a partial
+    Fisher-Yates shuffle of ``perm`` (one entry per unit) driven by the uniforms ``u``
+    (consumed in order), clips each per-example gradient to norm ``clip``, and updates
 
         theta <- theta - lr * t^(-lr_decay) * P (inv_denom * sum_i g_i + noise_scale * z_t)
 
@@ -76,12 +87,21 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     convergence, not the privacy, and the averaged iterate's limiting covariance does
     not depend on it (Polyak and Juditsky 1992).
 
+    A unit is a row when ``unit_start`` is empty. With clusters as the privacy unit,
+    unit ``g`` is the rows ``unit_rows[unit_start[g]:unit_start[g + 1]]``: a step sums the
+    clipped gradients of every row of its sampled clusters, so one cluster of at most
+    ``K`` rows moves the sum by at most ``K clip``.
+
+    ``clip_count`` counts the clipped gradients and the gradients evaluated.
+
     Random-scaling sums are kept relative to the reference point ``ref`` (see
     :func:`dpreg.engines.dpsgd.recentre`): ``s_run = sum_{s<=t} (theta_s - ref)``,
     ``m_acc += s_run s_run^T`` (upper triangle), ``l_acc += t * s_run``. Returns
     ``(status, steps_done)``.
     """
-    n, p = X.shape
+    p = X.shape[1]
+    n = perm.shape[0]  # units: rows, or clusters
+    clustered = unit_start.shape[0] > 0
     pos = 0
     # steps until the next trajectory snapshot (a countdown, not a modulo per step)
     to_snap = traj_stride - t0 % traj_stride if traj_stride > 0 else -1
@@ -91,6 +111,11 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     kmax = 0
     for b in range(counts.shape[0]):
         kmax = max(kmax, counts[b])
+    if clustered:  # rows per unit at most the largest cluster's
+        largest = 0
+        for g in range(n):
+            largest = max(largest, unit_start[g + 1] - unit_start[g])
+        kmax *= largest
     xb = np.empty((kmax, p))
     yb = np.empty(kmax)
     nb = np.empty(kmax)
@@ -107,16 +132,20 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             tmp = perm[r]
             perm[r] = perm[jj]
             perm[jj] = tmp
+        rows = 0
         for r in range(k):
-            i = perm[r]
-            yb[r] = y[i]
-            nb[r] = xnorm[i]
-            wb[r] = w[i]
-            for j in range(p):
-                xb[r, j] = X[i, j]
+            if clustered:
+                g = perm[r]
+                for q in range(unit_start[g], unit_start[g + 1]):
+                    gather_row(X, y, xnorm, w, unit_rows[q], rows, xb, yb, nb, wb)
+                    rows += 1
+            else:
+                gather_row(X, y, xnorm, w, perm[r], rows, xb, yb, nb, wb)
+                rows += 1
+        clip_count[1] += rows
         for j in range(p):
             gbuf[j] = 0.0
-        for r in range(k):
+        for r in range(rows):
             g, clipped = clipped_psi(xb, yb, nb, wb, r, code, c, tau, theta, clip)
             if clipped:
                 clip_count[0] += 1

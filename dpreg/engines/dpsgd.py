@@ -49,14 +49,19 @@ class SGDSettings:
     noise_scale: float
     noise_multiplier: float
     precond: np.ndarray | None = None
+    #: Rows per sampled unit, public: 1 for rows; ``n / G`` with clusters as the privacy
+    #: unit (a batch of ``m`` clusters holds about ``m n / G`` rows).
+    rows_per_unit: float = 1.0
 
     def denominator(self) -> float:
-        """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson."""
-        return float(self.batch_size)
+        """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson;
+        ``m n / G`` with clusters (the gradient is then a mean over rows too)."""
+        return float(self.batch_size) * self.rows_per_unit
 
     def epochs(self, n: int) -> float:
-        """``E = T m / n``: passes over the data, the random-scaling normalizer."""
-        return self.steps * self.batch_size / n
+        """``E = T m / n``: passes over the data, the random-scaling normalizer (``T m /
+        G`` with clusters)."""
+        return self.steps * self.denominator() / n
 
 
 def default_schedule(n: int, batch_size: int | None = None,
@@ -89,7 +94,7 @@ def _block_size(batch_size: int, p: int) -> int:
 
 def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
               theta0: np.ndarray, rng: np.random.Generator,
-              progress: bool = False) -> EngineOutput:
+              progress: bool = False, clusters: np.ndarray | None = None) -> EngineOutput:
     """Run DP-SGD and return the averaged iterate with its random-scaling matrix.
 
     Parameters
@@ -105,6 +110,10 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
         Source of every random number of the run.
     progress : bool
         Show a tqdm progress bar over blocks.
+    clusters : ndarray of int, optional
+        The cluster (``0 .. G-1``) of each row when clusters are the privacy unit: a
+        step then samples ``batch_size`` clusters (out of ``G``) and sums the clipped
+        gradients of all their rows.
 
     Returns
     -------
@@ -127,8 +136,16 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
     dbuf = np.zeros(p)
     precond = (np.zeros((0, 0)) if settings.precond is None
                else np.ascontiguousarray(settings.precond, dtype=float))
-    perm = np.arange(n, dtype=np.int64)
-    clip_count = np.zeros(1, dtype=np.int64)
+    if clusters is None:
+        units = n
+        unit_rows = unit_start = np.zeros(0, dtype=np.int64)
+    else:
+        codes = np.asarray(clusters, dtype=np.int64)
+        units = int(codes.max()) + 1 if codes.size else 0
+        unit_rows = np.argsort(codes, kind="stable").astype(np.int64)
+        unit_start = np.r_[0, np.cumsum(np.bincount(codes, minlength=units))].astype(np.int64)
+    perm = np.arange(units, dtype=np.int64)
+    clip_count = np.zeros(2, dtype=np.int64)  # clipped, evaluated
     stride = max(1, T // TRAJECTORY_POINTS)
     n_traj = T // stride
     traj_avg = np.empty((n_traj, p))
@@ -137,14 +154,13 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
     block = _block_size(m, p)
     noise_buf = np.empty((block, p))
     u_buf = np.empty(block * m)
-    grad_evals = 0
     t_done = 0
     bar = tqdm(total=T, disable=not progress, desc="DP-SGD", unit="step", leave=False)
     try:
         while t_done < T:
             b = min(block, T - t_done)
             if settings.sampling == "poisson":
-                counts = rng.binomial(n, m / n, size=b).astype(np.int64)
+                counts = rng.binomial(units, m / units, size=b).astype(np.int64)
             else:
                 counts = np.full(b, m, dtype=np.int64)
             total = int(counts.sum())
@@ -157,14 +173,13 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
             status, done = _kernels.dpsgd_block(
                 X, y, xnorm, w, code, c, tau, counts, u, noise, t_done,
                 settings.lr, settings.lr_decay, settings.clip, inv_denom,
-                settings.noise_scale, precond, perm, theta, ref, s_run, m_acc, l_acc, gbuf,
-                dbuf, stride, traj_avg, traj_iter, clip_count)
+                settings.noise_scale, precond, perm, unit_rows, unit_start, theta, ref, s_run,
+                m_acc, l_acc, gbuf, dbuf, stride, traj_avg, traj_iter, clip_count)
             if status != _kernels.STATUS_OK:
                 raise ConvergenceError(
                     f"DP-SGD diverged (non-finite iterate) at step {t_done + done + 1}: the "
                     f"step size lr={settings.lr:g} is too large for this design; lower lr "
                     "or declare tighter bounds")
-            grad_evals += int(counts.sum())
             t_done += b
             recentre(ref, s_run, m_acc, l_acc, t_done)
             bar.update(b)
@@ -175,7 +190,7 @@ def run_dpsgd(X: np.ndarray, y: np.ndarray, *, objective, settings: SGDSettings,
     return EngineOutput(params=ref.copy(), last=theta.copy(), rs_q=q, steps=T,
                         trajectory_steps=stride * np.arange(1, n_traj + 1),
                         trajectory_avg=traj_avg, trajectory_iter=traj_iter,
-                        clip_count=int(clip_count[0]), grad_evals=grad_evals)
+                        clip_count=int(clip_count[0]), grad_evals=int(clip_count[1]))
 
 
 def recentre(ref, s_run, m_acc, l_acc, t):

@@ -10,6 +10,7 @@ runs its engine, and builds the Results object from released quantities only.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from dpreg.exceptions import (
 )
 from dpreg.families import Objective
 from dpreg.inference.plugin import (
+    cluster_score_matrix,
     floor_eigenvalues,
     hessian_matrix,
     score_matrix,
@@ -66,6 +68,10 @@ class Public:
     steps: int
     seed: Any
     reasons: tuple[str, ...]
+    #: Rows whose curvature a batch's mean gradient averages, for the step size: the
+    #: batch size, or ``m n / (G K)`` with clusters as the unit (one cluster of at most
+    #: ``K`` rows weighs like ``K`` rows in a batch of about ``m n / G``).
+    curvature_batch: float = 0.0
 
 
 def leak(message: str, strict: bool) -> None:
@@ -92,7 +98,7 @@ class Problem:
     mechanisms to what they leave of the request.
 
     ``groups`` holds the cluster codes of the rows when clusters are the privacy unit
-    (``groups=``; only ``engine="ssp"`` takes it).
+    (``groups=``; ``engine="ssp"`` and ``"dpsgd"`` take it).
 
     ``absorbed`` holds the design's columns of absorbed fixed effects (``absorb=``, SSP
     only): the column's name, its number of levels and the positions of its columns (the
@@ -104,7 +110,7 @@ class Problem:
     rows: Any = None
     prior: tuple = ()
     #: The cluster of each design row (integer codes ``0 .. G-1``, in the rows' order)
-    #: when clusters are the privacy unit (``groups=``, SSP only), else ``None``.
+    #: when clusters are the privacy unit (``groups=``, SSP and DP-SGD), else ``None``.
     groups: Any = None
     #: ``(column, n_levels, positions)`` of absorbed fixed effects (``absorb=``, SSP
     #: only), else ``None``.
@@ -113,6 +119,17 @@ class Problem:
     @property
     def exog_names(self) -> list[str]:
         return list(self.design.exog_names)
+
+    def keep_rows(self, keep: np.ndarray) -> "Problem":
+        """The problem on the design rows ``keep`` (a boolean mask): with clusters as the
+        privacy unit, each cluster's first ``max_group_size`` rows
+        (:func:`dpreg.engines.ssp.first_rows`)."""
+        design = dataclasses.replace(self.design, endog=self.design.endog[keep],
+                                     exog=self.design.exog[keep])
+        objective = dataclasses.replace(self.objective,
+                                        weights=np.asarray(self.objective.weights)[keep])
+        groups = None if self.groups is None else np.asarray(self.groups)[keep]
+        return dataclasses.replace(self, design=design, objective=objective, groups=groups)
 
     def coordinates(self, condition: str) -> Conditioning:
         """The coordinates the engine works in: ``condition="private"`` and ``"bounds"``
@@ -154,7 +171,7 @@ class Problem:
         return float(gain), float(row_sq)
 
     def matrix_sensitivity(self, which: str, pub: "Public", n: int,
-                           factor: float = 2.0) -> float:
+                           factor: float = 2.0, max_group_size: int = 1) -> float:
         """Frobenius sensitivity of the central matrix release ``which`` over ``n`` rows.
 
         ``"G"`` (second moment, the preconditioner), ``"A"`` (Hessian) or ``"S"`` (score
@@ -163,11 +180,16 @@ class Problem:
         (:meth:`weighted_row_bounds`; :meth:`matrix_statistic` enforces them), so
         replacing a row moves it by at most ``2 B / n`` (``factor = 2``) and adding or
         removing one by ``B / n`` (``factor = 1``; ldp-sgd paper, Prop. 4).
+
+        With clusters of at most ``K = max_group_size`` rows as the unit, a cluster's
+        term is at most ``K`` rows' for ``G`` and ``A``, and ``(K clip)^2`` for the
+        cluster meat ``S`` (the outer product of a sum of ``K`` clipped gradients).
         """
-        per_row = {"G": pub.row_sq_bound,
-                   "A": self.objective.hess_bound * pub.row_sq_bound,
-                   "S": pub.clip ** 2}[which]
-        return factor * per_row / n
+        k = int(max_group_size)
+        per_unit = {"G": k * pub.row_sq_bound,
+                    "A": k * self.objective.hess_bound * pub.row_sq_bound,
+                    "S": (k * pub.clip) ** 2}[which]
+        return factor * per_unit / n
 
     def matrix_statistic(self, which: str, Z: np.ndarray, pub: "Public",
                          theta: np.ndarray | None = None) -> np.ndarray:
@@ -180,6 +202,8 @@ class Problem:
             return second_moment_matrix(Z, obj.weights, pub.x_bound, pub.row_sq_bound)
         if which == "A":
             return hessian_matrix(Z, y, theta, obj, pub.x_bound, pub.clip, pub.row_sq_bound)
+        if which == "S" and self.groups is not None:
+            return cluster_score_matrix(Z, y, theta, obj, pub.clip, self.groups)
         if which == "S":
             return score_matrix(Z, y, theta, obj, pub.clip)
         raise ValueError(f"unknown matrix release {which!r}")
@@ -200,10 +224,13 @@ class Problem:
                  "Categorical's categories count only when declared there)", strict)
 
     def public_settings(self, opts, cond: Conditioning | None = None,
-                        full_batch: bool = False) -> Public:
+                        full_batch: bool = False,
+                        clusters: tuple[int, int] | None = None) -> Public:
         """Clip, step size, batch size and steps from public quantities, in the
         coordinates ``cond`` the engine works in (the design as given if ``None``);
-        ``full_batch`` engines step on the mean over all rows."""
+        ``full_batch`` engines step on the mean over all rows. ``clusters = (G, K)``
+        when a batch samples clusters (``G`` of them, public, of at most ``K`` rows):
+        the batch size and steps are then counted in clusters."""
         design = self.design
         n, p = design.nobs, design.k_exog
         reasons = list(design_notes(design, local=opts.engine == "ldp_sgd"))
@@ -234,10 +261,14 @@ class Problem:
                  f"clip given: gradients are clipped at clip = {clip:.4g} (a unit "
                  "residual). Declare bounds or clip=", opts.strict)
         batch_size_given = getattr(opts, "batch_size", None)
-        if batch_size_given is not None and batch_size_given > n:
-            raise OptionError(f"batch_size = {batch_size_given} exceeds the number of rows "
-                              f"n = {n}")
-        batch_size, t_def = default_schedule(n, batch_size_given)
+        units = n if clusters is None else clusters[0]
+        if batch_size_given is not None and batch_size_given > units:
+            what = "rows n" if clusters is None else "clusters G"
+            raise OptionError(f"batch_size = {batch_size_given} exceeds the number of "
+                              f"{what} = {units}")
+        batch_size, t_def = default_schedule(units, batch_size_given)
+        curvature_batch = float(batch_size) if clusters is None else \
+            batch_size * n / (clusters[0] * clusters[1])
         steps = getattr(opts, "steps", None) or t_def
         lr_given = getattr(opts, "lr", None)
         if lr_given is not None:
@@ -257,7 +288,7 @@ class Problem:
         return Public(x_bound=None if x_bound is None else float(x_bound),
                       row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),
                       batch_size=int(batch_size), steps=int(steps), seed=seed,
-                      reasons=tuple(reasons))
+                      reasons=tuple(reasons), curvature_batch=float(curvature_batch))
 
     def start(self, start_params) -> np.ndarray:
         """The public starting point: ``start_params``, or zeros with the intercept at
@@ -305,7 +336,7 @@ class Problem:
             lr = lr_given
             why = f"lr = {lr:g} given; the gradient is preconditioned by P = G^-1."
         else:
-            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.batch_size))
+            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.curvature_batch))
             why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / m)): "
                    "the gradient is preconditioned by P = G^-1, G a private second-moment "
                    f"matrix of the conditioned rows ({moved} eigenvalue(s) floored).")

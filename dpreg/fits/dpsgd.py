@@ -11,13 +11,15 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
 from dpreg._checks import integer_at_least, one_of
 from dpreg.conditioning import Conditioning
 from dpreg.engines import SGDSettings, run_dpsgd
+from dpreg.engines.ssp import first_rows
+from dpreg.exceptions import OptionError
 from dpreg.fits.common import (
     PRECONDITIONER,
     FitRecord,
@@ -28,6 +30,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.inference.base import StudentLaw
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import (
@@ -45,7 +48,7 @@ from dpreg.options import (
     plugin_split,
 )
 from dpreg.privacy.disclosure import adjacency_notes, sampling_adjacency
-from dpreg.privacy.events import GaussianMechanismEvent
+from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency, is_replace_one
 from dpreg.privacy.gdp import calibrate_dpsgd
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
@@ -68,7 +71,8 @@ PRECONDITIONED_SPLIT = {"path": 0.6, "precondition": 0.05, "hessian": 0.25, "sco
 class DPSGDOptions(PathOptions):
     """Options of ``engine="dpsgd"``: the common and path options, the batch size and
     sampling, the number of steps and the step-size decay (0.501, the dpsgd-inference
-    paper's choice)."""
+    paper's choice), and clusters as the privacy unit (``groups``, ``max_group_size``:
+    a batch is then ``batch_size`` clusters, and the plug-in is cluster-robust)."""
 
     cov_types: ClassVar[tuple[str, ...]] = engine_methods("dpsgd", "plugin")
     scope: ClassVar[str] = "DP-SGD: subsampled batches, one averaged path"
@@ -77,6 +81,8 @@ class DPSGDOptions(PathOptions):
     sampling: str = "uniform"
     steps: int | None = None
     lr_decay: float = 0.501
+    groups: Any = None
+    max_group_size: int | None = None
 
     def __post_init__(self):
         super().__post_init__()
@@ -85,6 +91,19 @@ class DPSGDOptions(PathOptions):
             integer_at_least("batch_size", self.batch_size)
         check_steps(self.steps)
         check_lr_decay(self.lr_decay)
+        if self.groups is None and self.max_group_size is not None:
+            raise OptionError("max_group_size bounds the rows of a cluster; it needs groups= "
+                              "(the column of cluster labels)")
+        if self.groups is not None:
+            if self.max_group_size is None:
+                raise OptionError("groups= makes clusters the privacy unit and needs a "
+                                  "public bound on their rows: give max_group_size= (each "
+                                  "cluster keeps its first max_group_size rows)")
+            integer_at_least("max_group_size", self.max_group_size)
+            if self.sampling != "uniform":
+                raise OptionError("groups= samples whole clusters without replacement "
+                                  "(replace-one cluster): use sampling='uniform', not "
+                                  f"{self.sampling!r}")
 
     def split(self) -> dict[str, float]:
         """The validated budget split (shares of mu^2 or rho; they sum to 1): the
@@ -98,25 +117,42 @@ class DPSGDOptions(PathOptions):
         return plugin_split(split, keys)
 
 
+def clustered(problem: Problem, opts: DPSGDOptions) -> tuple[Problem, int, int]:
+    """With clusters as the privacy unit (``groups=``): the problem on each cluster's
+    first ``max_group_size`` rows in the data's order, the number of clusters ``G`` and
+    the bound ``K``; otherwise the problem with ``(n, 1)`` (a row is the unit)."""
+    if problem.groups is None:
+        return problem, problem.design.nobs, 1
+    k = int(opts.max_group_size)
+    kept = problem.keep_rows(first_rows(problem.groups, k))
+    n_groups = int(np.max(kept.groups)) + 1 if kept.design.nobs else 0
+    return kept, n_groups, k
+
+
 def _plan(problem: Problem, opts: DPSGDOptions):
     """The public plan of a fit: its coordinates, public settings, budget split,
-    adjacency, and the builder of its mechanisms (from public quantities only)."""
+    adjacency, and the builder of its mechanisms (from public quantities only). With
+    clusters the sampling units are the ``G`` clusters, a step's sum moves by at most
+    ``K clip`` when one cluster is replaced, and the matrices by a cluster's term."""
+    problem, units, k = clustered(problem, opts)
     n = problem.design.nobs
     cond = problem.coordinates(opts.condition)
-    pub = problem.public_settings(opts, cond)
+    pub = problem.public_settings(opts, cond,
+                                  clusters=None if problem.groups is None else (units, k))
     split = opts.split()
-    adjacency = sampling_adjacency(opts.sampling)
-    factor = 2.0 if adjacency == "replace-one" else 1.0
-    sens = {PATH: factor * pub.clip,
-            PRECONDITIONER: problem.matrix_sensitivity("G", pub, n, factor),
-            HESSIAN: problem.matrix_sensitivity("A", pub, n, factor),
-            SCORE: problem.matrix_sensitivity("S", pub, n, factor)}
+    adjacency = (sampling_adjacency(opts.sampling) if problem.groups is None
+                 else cluster_adjacency(k))
+    factor = 2.0 if is_replace_one(adjacency) else 1.0
+    sens = {PATH: factor * k * pub.clip,
+            PRECONDITIONER: problem.matrix_sensitivity("G", pub, n, factor, k),
+            HESSIAN: problem.matrix_sensitivity("A", pub, n, factor, k),
+            SCORE: problem.matrix_sensitivity("S", pub, n, factor, k)}
     keys = {PATH: "path", PRECONDITIONER: "precondition", HESSIAN: "hessian",
             SCORE: "score"}
 
     def build(mu_scale: float) -> list[GaussianMechanismEvent]:
         events = []
-        s = calibrate_dpsgd(mu_scale * math.sqrt(split["path"]), n, pub.batch_size,
+        s = calibrate_dpsgd(mu_scale * math.sqrt(split["path"]), units, pub.batch_size,
                             pub.steps, sampling=opts.sampling)
         if "precondition" in split:
             mu_g = mu_scale * math.sqrt(split["precondition"])
@@ -126,7 +162,7 @@ def _plan(problem: Problem, opts: DPSGDOptions):
         events.append(GaussianMechanismEvent(
             name=PATH, sensitivity=sens[PATH], noise_std=s * sens[PATH],
             adjacency=adjacency, sampling=opts.sampling, sample_size=pub.batch_size,
-            population=n, count=pub.steps))
+            population=units, count=pub.steps))
         for name in (HESSIAN, SCORE):
             if keys[name] in split:
                 mu_i = mu_scale * math.sqrt(split[keys[name]])
@@ -135,7 +171,7 @@ def _plan(problem: Problem, opts: DPSGDOptions):
                     adjacency=adjacency))
         return events
 
-    return cond, pub, split, adjacency, build
+    return problem, units, cond, pub, split, adjacency, build
 
 
 def events_builder(problem: Problem, opts: DPSGDOptions):
@@ -177,11 +213,14 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     DPRegressionResults
         See :meth:`dpreg.DPRegression.fit`.
     """
+    given_problem = problem
+    problem, units, cond, pub, split, adjacency, build = _plan(problem, opts)
     design = problem.design
     n = design.nobs
-    cond, pub, split, adjacency, build = _plan(problem, opts)
+    unit_text = "" if problem.groups is None else f"G = {units} clusters, "
     events, ledger = calibrate_and_record(
-        request, build, n, f"n = {n}, batch_size = {pub.batch_size}, steps = {pub.steps}",
+        request, build, n,
+        f"n = {n}, {unit_text}batch_size = {pub.batch_size}, steps = {pub.steps}",
         prior=problem.prior)
     by_name = {e.name: e for e in events}
     path = by_name[PATH]
@@ -196,14 +235,20 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         pub = dataclasses.replace(pub, lr=lr, reasons=kept + (why,))
     settings = SGDSettings(batch_size=pub.batch_size, sampling=opts.sampling,
                            steps=pub.steps, clip=pub.clip, lr=pub.lr,
-                           lr_decay=float(opts.lr_decay),
-                           noise_scale=path.noise_std / pub.batch_size,
-                           noise_multiplier=path.noise_multiplier, precond=precond)
+                           lr_decay=float(opts.lr_decay), noise_scale=0.0,
+                           noise_multiplier=path.noise_multiplier, precond=precond,
+                           rows_per_unit=n / units if units else 1.0)
+    # sigma_1: the noise on the sum over the batch, divided like the sum
+    settings = dataclasses.replace(settings,
+                                   noise_scale=path.noise_std / settings.denominator())
     theta0 = cond.to_engine(problem.start(opts.start_params))
     out = run_dpsgd(Z, y, objective=problem.objective, settings=settings,
-                    theta0=theta0, rng=rng_path, progress=opts.progress)
+                    theta0=theta0, rng=rng_path, progress=opts.progress,
+                    clusters=problem.groups)
+    clusters = {} if problem.groups is None else {
+        "max_group_size": int(opts.max_group_size), "n_groups": units}
     inferences, cov, extras = _inference(problem, out, Z, settings, by_name, pub,
-                                          rng_matrix, cond)
+                                          rng_matrix, cond, **clusters)
     report = path_report(design.exog_names, inferences, cond.params(out.params),
                          out.trajectory_steps, cond.params(out.trajectory_avg),
                          settings.steps, extras)
@@ -213,6 +258,13 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
                                      inferences["plugin"].scale)
     notes: tuple[str, ...] = adjacency_notes(ledger)
+    if problem.groups is not None:
+        label = repr(opts.groups) if isinstance(opts.groups, str) else "groups"
+        notes += (f"Privacy unit: a cluster of {label} (replace-one cluster); each cluster "
+                  f"keeps its first max_group_size = {opts.max_group_size} rows in the "
+                  f"data's order, a batch samples {pub.batch_size} of the G = {units} "
+                  "clusters, and the sensitivities are per cluster. G and the number of "
+                  f"rows used n = {n} are public by assumption, as n is for rows.",)
     cov_type = opts.cov_type
     if "cov_type" not in given and report is not None and report.floor_decided \
             and not report.unconverged:
@@ -236,27 +288,37 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in split.items()),
         "random_state": seed_text(opts.random_state),
     }
+    if problem.groups is not None:
+        table["n_groups"] = units
+        table["max_group_size"] = opts.max_group_size
     diagnostics = None
     if opts.diagnostics:
         diagnostics = {"clip_count": out.clip_count,
                        "clip_share": out.clip_count / out.grad_evals}
-    return build_results(problem, FitRecord(
+    return build_results(given_problem, FitRecord(
         params=cond.params(out.params), inferences=inferences, cov_type=cov_type,
         engine=LABEL, settings=Settings.from_values(table), notes=pub.reasons + notes,
         ledger=ledger, cov_matrix=cov,
         trajectory={"steps": out.trajectory_steps,
                     "average": cond.params(out.trajectory_avg),
                     "iterate": cond.params(out.trajectory_iter)},
-        checked=True, report=report, diagnostics=diagnostics))
+        checked=True, report=report, diagnostics=diagnostics,
+        nobs=None if problem.groups is None else n))
 
 
 def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
-               events: dict, pub: Public, rng: np.random.Generator, cond: Conditioning):
+               events: dict, pub: Public, rng: np.random.Generator, cond: Conditioning,
+               max_group_size: int = 1, n_groups: int | None = None):
     """Plug-in and random-scaling inference. The private matrices are computed and
     floored in the engine's coordinates (``Z``, where the public bounds hold), then
-    ``V``, ``W`` and ``Q`` are mapped to the user's coordinates exactly."""
+    ``V``, ``W`` and ``Q`` are mapped to the user's coordinates exactly.
+
+    With ``n_groups`` clusters of at most ``max_group_size`` rows as the unit, ``S`` is
+    the cluster meat, so ``V = A^-1 S A^-1`` is the cluster-robust sandwich; a batch of
+    ``m`` clusters holds about ``m n / G`` rows, which is the ``m`` of ``W`` and of the
+    random-scaling correction (:meth:`SGDSettings.denominator`)."""
     n = problem.design.nobs
-    m = float(settings.batch_size)
+    m = settings.denominator()  # rows per batch: m, or m n / G with clusters
     epochs = settings.epochs(n)
     Q = cond.covariance(out.rs_q)
     if HESSIAN not in events:
@@ -266,11 +328,20 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     A_noisy, _ = gaussian_matrix_mechanism(A_hat, events[HESSIAN], rng)
     S_noisy, _ = gaussian_matrix_mechanism(S_hat, events[SCORE], rng)
     # Eigenvalues into their public ranges: A in [one noise sd, hess_bound * row_sq]
-    # (invertible, and never above what one row can contribute), S in [0, clip^2].
+    # (invertible, and never above what one row can contribute), S in [0, clip^2]
+    # ([0, K clip^2] for the cluster meat: sum_g |s_g|^2 <= sum_g (n_g clip)^2 <= K n clip^2).
     a_cap = problem.objective.hess_bound * pub.row_sq_bound
     a_floor = min(events[HESSIAN].noise_std, a_cap)
+    s_cap = max_group_size * pub.clip ** 2
     A, raised_a = floor_eigenvalues(A_noisy, a_floor, a_cap)
-    S, raised_s = floor_eigenvalues(S_noisy, 0.0, pub.clip ** 2)
+    S, raised_s = floor_eigenvalues(S_noisy, 0.0, s_cap)
+    law = None
+    if n_groups is not None:
+        # CR1, as statsmodels' and Stata's cluster-robust errors: the meat times
+        # G/(G-1) (n-1)/(n-p), and t(G-1) intervals
+        p = S.shape[0]
+        S = S * (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
+        law = StudentLaw(max(n_groups - 1, 1))
     V, W = path_variance(A, S, settings.noise_scale, m)
     V, W = cond.covariance(V), cond.covariance(W)
     # the same plug-in with the floor doubled: does the floor decide the answer?
@@ -290,8 +361,14 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     # a child generator: the fit's own draws (and so its numbers) are unchanged
     (boot_rng,) = rng.spawn(1)
     replicates = covariance_replicates(A, S, events[HESSIAN].noise_std,
-                                       events[SCORE].noise_std, (a_floor, a_cap, pub.clip ** 2),
+                                       events[SCORE].noise_std, (a_floor, a_cap, s_cap),
                                        to_cov, boot_rng)
-    plugin, cov = plugin_inference(V, W, n, settings.steps, note, cov_replicates=replicates)
+    if n_groups is not None:
+        note = (note + " " if note else "") + (
+            f"Cluster-robust plug-in: t({n_groups - 1}) intervals from the sandwich with the "
+            f"private cluster meat and the CR1 factor G/(G-1) (n-1)/(n-p) (G = {n_groups} "
+            "clusters, public).")
+    plugin, cov = plugin_inference(V, W, n, settings.steps, note, cov_replicates=replicates,
+                                   law=law)
     rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)
     return {"plugin": plugin, "rs": rs}, cov, {"W": W, "floor_se": floor_se}

@@ -162,6 +162,11 @@ def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
     family = get_family(family)
     if not family.squared_loss:
         return DEFAULT_ENGINE, None, None
+    if options.get("groups") is not None and refused_option("ssp", options) is None:
+        # the engines study is of independent rows; with clusters the linear default
+        # stays SSP's cluster-robust sandwich (validated in the clusters study)
+        return "ssp", None, ("default engine: ssp with clusters as the privacy unit (its "
+                             "cluster-robust sandwich; engine='dpsgd' also takes groups=)")
     engine, cov_type, reason = choose_engine(n, p, family, request,
                                              statistics_possible=statistics_possible)
     reason = reason.replace("engine='auto'", "default engine (engine='auto')", 1)

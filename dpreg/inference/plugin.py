@@ -15,8 +15,8 @@ import numpy as np
 from dpreg.families import dispatch
 from dpreg.inference.base import Inference, NormalLaw
 
-__all__ = ["hessian_matrix", "score_matrix", "second_moment_matrix", "floor_eigenvalues",
-           "path_variance", "plugin_inference"]
+__all__ = ["hessian_matrix", "score_matrix", "cluster_score_matrix", "second_moment_matrix",
+           "floor_eigenvalues", "path_variance", "plugin_inference"]
 
 
 def clip_rows(X: np.ndarray, bound: float | None, weights: np.ndarray | None = None,
@@ -93,6 +93,28 @@ def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
     return out / X.shape[0]
 
 
+def cluster_score_matrix(X, y, theta, objective, clip: float,
+                         codes: np.ndarray) -> np.ndarray:
+    """``n^{-1} sum_g s_g s_g^T`` with ``s_g`` the sum of cluster ``g``'s weighted
+    per-example gradients, each clipped at ``clip`` (``codes``: the cluster ``0 .. G-1``
+    of each row): the meat of the cluster-robust sandwich, whose per-cluster term is at
+    most ``(K clip)^2`` for clusters of at most ``K`` rows."""
+    theta = np.asarray(theta, float)
+    codes = np.asarray(codes, dtype=np.int64)
+    n_groups = int(codes.max()) + 1 if codes.size else 0
+    sums = np.zeros((n_groups, X.shape[1]))
+    for rows in _blocks(X.shape[0]):
+        Xb = X[rows]
+        xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
+        g = np.empty_like(Xb)
+        dispatch.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
+                                   objective.family.code, objective.c, objective.tau, theta,
+                                   clip, g)
+        for j in range(X.shape[1]):
+            sums[:, j] += np.bincount(codes[rows], weights=g[:, j], minlength=n_groups)
+    return sums.T @ sums / X.shape[0]
+
+
 def floor_eigenvalues(M: np.ndarray, floor: float,
                       cap: float = np.inf) -> tuple[np.ndarray, int]:
     """Symmetrize and move eigenvalues into ``[floor, cap]``; return how many moved.
@@ -123,20 +145,21 @@ def path_variance(A: np.ndarray, S: np.ndarray, noise_scale: float,
 
 
 def plugin_inference(V: np.ndarray, W: np.ndarray, n: int, steps: int,
-                     note: str = "", cov_replicates: np.ndarray | None = None
-                     ) -> tuple[Inference, np.ndarray]:
+                     note: str = "", cov_replicates: np.ndarray | None = None,
+                     law=None) -> tuple[Inference, np.ndarray]:
     """Normal intervals from ``Var(theta_bar) = V/n + W/T`` (Theorem 2).
 
     With ``T = k n`` this is ``[V (1 + 1/(k m)) + sigma_1^2 A^{-2} / k] / n``: the
     statistical, sampling and privacy parts. The paper's (4.2) drops the sampling part
     ``V/(k m)``; it is kept here (user guide, Corrections to the papers: "Plug-in
     variance"). ``cov_replicates`` (:func:`covariance_replicates`) is kept for the
-    reference law of joint tests.
+    reference law of joint tests. ``law`` is the reference law of the intervals
+    (normal by default; ``t(G - 1)`` with ``G`` clusters as the unit).
     """
     cov = V / n + W / steps
     cov = (cov + cov.T) / 2
     scale = np.sqrt(np.diag(cov))
-    return Inference("plugin", scale, NormalLaw(), True, note,
+    return Inference("plugin", scale, NormalLaw() if law is None else law, True, note,
                      cov_replicates=cov_replicates), cov
 
 

@@ -168,7 +168,10 @@ class GaussianMechanismEvent:
             raise OptionError(f"sample_size must be in (0, population={self.population}]; "
                               f"got {self.sample_size!r}")
         wanted = _SAMPLING_ADJACENCY[self.sampling]
-        if self.adjacency not in wanted:
+        # uniform sampling of clusters under replace-one cluster is uniform sampling of
+        # rows with the cluster as the row: population G, sample size m (clusters)
+        cluster_rows = self.sampling == "uniform" and is_replace_one(self.adjacency)
+        if self.adjacency not in wanted and not cluster_rows:
             raise OptionError(f"sampling={self.sampling!r} is analysed under adjacency "
                               f"{' or '.join(map(repr, wanted))} only; got "
                               f"adjacency={self.adjacency!r}")

@@ -1,0 +1,203 @@
+"""DP-SGD with clusters as the privacy unit (``engine="dpsgd"``, ``groups=``,
+``max_group_size=``): the kernel's cluster sampling, the limit against statsmodels'
+cluster-robust OLS, the ledger, the sensitivities of a whole cluster's replacement,
+coverage, and bad options."""
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import statsmodels.formula.api as smf
+from test_ssp_clusters import BOUNDS, FORMULA, make_clusters
+
+import dpreg
+from dpreg.audit.sensitivity import audit_cell
+from dpreg.engines import SGDSettings, run_dpsgd
+from dpreg.exceptions import OptionError
+from dpreg.families import get_family
+from dpreg.families.base import Objective
+from dpreg.fits.common import Problem
+
+
+def fit(data, **kw):
+    opts = {"bounds": BOUNDS, "engine": "dpsgd", "groups": "school", "max_group_size": 20,
+            "random_state": 1, "mu": 5.0, **kw}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return dpreg.dp_ols(FORMULA, data, **opts)
+
+
+def _linear(n):
+    return Objective(get_family("linear"), np.inf, 0.5, np.ones(n), False)
+
+
+# ------------------------------------------------------------------ the kernel
+def test_clusters_of_one_row_are_the_row_engine():
+    # one row per cluster: the same draws, the same rows, the same sums: bit for bit
+    rng = np.random.default_rng(0)
+    n = 300
+    X = np.c_[np.ones(n), rng.uniform(-1, 1, n)]
+    y = X @ [1.0, 0.5] + rng.normal(0, 1, n)
+    s = SGDSettings(batch_size=7, sampling="uniform", steps=500, clip=1.0, lr=0.5,
+                    lr_decay=0.501, noise_scale=0.1, noise_multiplier=1.0)
+    a = run_dpsgd(X, y, objective=_linear(n), settings=s, theta0=np.zeros(2),
+                  rng=np.random.default_rng(1))
+    b = run_dpsgd(X, y, objective=_linear(n), settings=s, theta0=np.zeros(2),
+                  rng=np.random.default_rng(1), clusters=np.arange(n))
+    assert np.array_equal(a.params, b.params) and np.array_equal(a.rs_q, b.rs_q)
+    assert a.grad_evals == b.grad_evals == 7 * 500
+
+
+def test_a_batch_of_clusters_sums_all_their_rows():
+    # one step, lr 1, no noise, every cluster in the batch: theta moves by the mean of
+    # all rows' clipped gradients (the sum over m n / G rows, divided like it)
+    rng = np.random.default_rng(2)
+    codes = np.repeat(np.arange(10), rng.integers(1, 6, 10))
+    n = codes.size
+    X = np.c_[np.ones(n), rng.uniform(-1, 1, n)]
+    y = rng.normal(0, 1, n)
+    s = SGDSettings(batch_size=10, sampling="uniform", steps=1, clip=1e9, lr=1.0,
+                    lr_decay=0.0, noise_scale=0.0, noise_multiplier=0.0,
+                    rows_per_unit=n / 10)
+    out = run_dpsgd(X, y, objective=_linear(n), settings=s, theta0=np.zeros(2),
+                    rng=np.random.default_rng(0), clusters=rng.permutation(codes))
+    assert np.allclose(out.last, X.T @ y / n)  # -grad of (y - x'theta)^2 / 2 at 0
+    assert out.grad_evals == n
+
+
+def test_sampled_clusters_converge_to_least_squares():
+    # one cluster per step, noise off: the averaged iterate reaches OLS
+    rng = np.random.default_rng(0)
+    codes = np.repeat(np.arange(200), 13)
+    n = codes.size
+    X = np.c_[np.ones(n), rng.uniform(-1, 1, n)]
+    y = X @ [1.0, 0.5] + rng.normal(0, 1, 200)[codes] + rng.normal(0, 1, n)
+    s = SGDSettings(batch_size=1, sampling="uniform", steps=400_000, clip=1e6, lr=0.5,
+                    lr_decay=0.501, noise_scale=0.0, noise_multiplier=0.0,
+                    rows_per_unit=n / 200)
+    out = run_dpsgd(X, y, objective=_linear(n), settings=s, theta0=np.zeros(2),
+                    rng=np.random.default_rng(1), clusters=codes)
+    ols = np.linalg.lstsq(X, y, rcond=None)[0]
+    # the cluster-robust s.e. of the intercept is about 0.075: within a tenth of it
+    assert np.abs(out.params - ols).max() < 0.0075, (out.params, ols)
+
+
+# ------------------------------------------------------------------ statsmodels
+@pytest.mark.parametrize("seed", [1, 2])
+def test_nearly_noise_free_limit_is_statsmodels_cluster_robust(seed):
+    # mu = 1e7 with half the clusters per step (noise multiplier ~0.2): the estimate is
+    # OLS and the plug-in s.e. is statsmodels' CR1 cluster-robust s.e. (0.3% apart over
+    # seeds 1-3)
+    data = make_clusters(seed, n_groups=200)
+    ref = smf.ols(FORMULA, data).fit(cov_type="cluster",
+                                     cov_kwds={"groups": pd.factorize(data["school"])[0]})
+    res = fit(data, mu=1e7, batch_size=50, random_state=2)
+    assert res.cov_type == "plugin"
+    assert np.all(np.abs(res.params - ref.params) < 0.15 * ref.bse)
+    assert np.allclose(res.bse, ref.bse, rtol=0.01), (res.bse, ref.bse)
+    inf = res.inference("plugin")
+    assert inf.law.name == "t(199)"
+    rows = fit(data, mu=1e7, batch_size=50, random_state=2, groups=None,
+               max_group_size=None)
+    # x1 shares a cluster effect with the errors: rows' s.e. is far too short for it
+    assert rows.bse["x1"] < 0.5 * ref.bse["x1"]
+
+
+# ------------------------------------------------------------------ the ledger
+def test_ledger_counts_clusters_and_meets_the_request():
+    data = make_clusters(4, n_groups=120)
+    res = fit(data, mu=2.0, batch_size=3)
+    events = {e.name: e for e in res.ledger.events}
+    path = events["DP-SGD path"]
+    k, clip = 20, res.settings["clip"]
+    assert path.adjacency == "replace-one cluster (at most 20 rows)"
+    assert (path.population, path.sample_size, path.sampling) == (120, 3, "uniform")
+    assert path.sensitivity == pytest.approx(2 * k * clip)
+    n = res.nobs
+    assert n == len(data)  # no cluster has more than 20 rows: none truncated
+    assert events["score covariance S"].sensitivity == pytest.approx(2 * (k * clip) ** 2 / n)
+    assert res.ledger.total_mu == pytest.approx(2.0, rel=1e-6)
+    text = res.summary().as_text()
+    assert "Privacy unit: a cluster of 'school'" in text and "G = 120" in text
+
+
+def test_clusters_keep_their_first_rows():
+    data = make_clusters(5, n_groups=50, lo=5, hi=30)
+    res = fit(data, max_group_size=10, mu=2.0)
+    kept = data.groupby("school").cumcount() < 10
+    assert res.nobs == int(kept.sum()) < len(data)
+
+
+# ------------------------------------------------------------------ privacy
+def test_replacing_a_whole_cluster_stays_within_the_ledger():
+    # the audit's clustered cells: every release, corner clusters of K rows
+    for family, weights, condition, form in [("linear", None, "none", "response"),
+                                             ("logistic", None, "bounds", "categorical"),
+                                             ("expectile", "mallows", "private", "square")]:
+        table = audit_cell("dpsgd", "clusters", family, weights, condition, form)
+        assert (table["ratio"] <= 1 + 1e-9).all(), table.to_string()
+        assert table["ratio"].max() > 0.3  # and the search finds changes of that order
+
+
+def test_the_audit_catches_a_row_sized_cluster_sensitivity(monkeypatch):
+    # charge a cluster like one row (drop K): the audit finds ratios above 1
+    original = Problem.matrix_sensitivity
+
+    def row_sized(self, which, pub, n, factor=2.0, max_group_size=1):
+        return original(self, which, pub, n, factor, 1)
+
+    monkeypatch.setattr(Problem, "matrix_sensitivity", row_sized)
+    table = audit_cell("dpsgd", "clusters", "linear", None, "bounds", "main")
+    ratios = table.set_index("release")["ratio"]
+    assert ratios["Hessian A"] > 1 and ratios["score covariance S"] > 1
+
+
+# ------------------------------------------------------------------ coverage
+def _coverage(reps, seed, n_groups, mu):
+    beta = np.array([1.0, 0.5, -1.0])
+    hits, warned = np.zeros(3), 0
+    for r in range(reps):
+        data = make_clusters(seed + r, n_groups=n_groups, beta=beta)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = fit(data, mu=mu, random_state=seed + 10_000 + r)
+        warned += any(issubclass(w.category, dpreg.exceptions.ConvergenceWarning)
+                      for w in caught)
+        ci = res.conf_int().to_numpy()
+        hits += (ci[:, 0] <= beta) & (beta <= ci[:, 1])
+    return hits / reps, warned
+
+
+def test_cluster_coverage_smoke(seed):
+    # 10 data sets of 500 clusters: every coefficient covered at least 7 times
+    cov, _ = _coverage(10, seed, 500, 5.0)
+    assert np.all(cov >= 0.7), cov
+
+
+@pytest.mark.slow
+def test_cluster_coverage(seed):
+    # 100 data sets of 500 clusters of 5-20 rows, mu = 5: at least 0.95 within 3 binomial
+    # s.e. (the privacy noise of a 20-row cluster makes the plug-in conservative here)
+    reps = 100
+    cov, warned = _coverage(reps, seed, 500, 5.0)
+    assert warned <= 5
+    assert np.all(cov >= 0.95 - 3 * math.sqrt(0.95 * 0.05 / reps)), cov
+
+
+# ------------------------------------------------------------------ bad options
+def test_bad_options_are_named():
+    data = make_clusters(3, n_groups=20)
+    with pytest.raises(OptionError, match="needs a public bound on their rows"):
+        fit(data, max_group_size=None)
+    with pytest.raises(OptionError, match="needs groups="):
+        fit(data, groups=None)
+    with pytest.raises(OptionError, match="sampling='uniform'"):
+        fit(data, sampling="poisson")
+    with pytest.raises(OptionError, match="exceeds the number of clusters G = 20"):
+        fit(data, batch_size=21)
+    with pytest.raises(OptionError, match="max_group_size"):
+        fit(data, max_group_size=0)
+    with pytest.raises(OptionError, match="ranges='private'"):
+        fit(data, ranges="private")
