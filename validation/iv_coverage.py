@@ -1,6 +1,8 @@
 """Coverage of dp_iv2sls's intervals on a simulated strong-instrument design.
 
-Design (true bounds, so clipping never changes the target): x, z1, z2, v, e, e2 iid
+The design is :func:`dpreg.studies.iv.simulate_iv` at the instruments' coefficient 0.5
+(the ``iv`` study runs it at weaker instruments; ``python validation/iv_study.py``),
+with true bounds, so clipping never changes the target: x, z1, z2, v, e, e2 iid
 U(-1, 1); d = 0.5 z1 + 0.5 z2 + 0.3 v + 0.2 e (|d| <= 1.5); u = 0.5 v + 0.5 e2
 (endogenous through v; |u| <= 1); y = 1 + 0.5 x + d + u (y in [-2, 4]).
 
@@ -14,21 +16,13 @@ import time
 import warnings
 
 import numpy as np
-import pandas as pd
 
 import dpreg
+from dpreg.studies.iv import FORMULA, TRUTH, iv_bounds
+from dpreg.studies.iv import simulate_iv as simulate
 
-FORMULA = "y ~ 1 + x + [d ~ z1 + z2]"
-BOUNDS = {"y": (-2, 4), "x": (-1, 1), "d": (-1.5, 1.5), "z1": (-1, 1), "z2": (-1, 1)}
-TRUTH = np.array([1.0, 0.5, 1.0])
-
-
-def simulate(n: int, rng: np.random.Generator, strength: float = 0.5) -> pd.DataFrame:
-    x, z1, z2, v, e, e2 = rng.uniform(-1, 1, (6, n))
-    d = strength * (z1 + z2) + 0.3 * v + 0.2 * e
-    u = 0.5 * v + 0.5 * e2
-    y = 1 + 0.5 * x + d + u
-    return pd.DataFrame({"y": y, "x": x, "d": d, "z1": z1, "z2": z2})
+#: The true bounds of the design at the instruments' coefficient 0.5.
+BOUNDS = iv_bounds(0.5)
 
 
 def coverage(reps: int, n: int, mu: float, seed: int = 2026, n_boot: int = 500):

@@ -18,6 +18,11 @@ name               what
                    against DP-GD for the other families (issue 18)
 ``textbook``       textbook regressions in natural units with codebook bounds: declared
                    against privately learned ranges, DP-SGD against SSP, every family
+``clusters``       linear regression on 30-500 clusters of unequal sizes, clusters the
+                   privacy unit: cluster-robust intervals against statsmodels' CR1
+                   (issue 29)
+``iv``             private 2SLS at strong, moderate and weak instruments against
+                   linearmodels' IV2SLS (issue 29)
 =================  =========================================================================
 
 :func:`get_study` returns a :class:`~dpreg.studies.Study`; run it with
@@ -32,7 +37,9 @@ import numpy as np
 import pandas as pd
 
 from dpreg.exceptions import OptionError
+from dpreg.studies import clusters as cl
 from dpreg.studies import engine_comparison as ec
+from dpreg.studies import iv as ivs
 from dpreg.studies import replicates as rp
 from dpreg.studies import robustness as rb
 from dpreg.studies import textbook as tb
@@ -215,6 +222,38 @@ def _engine_comparison() -> Study:
                     "AdaSSP, at the package's defaults, with fit times; for Huber, "
                     "expectile and logistic regression, DP-SGD against DP-GD.",
         figures=(FigureSpec("coverage", ec.draw_engines),))
+
+
+# ---------------------------------------------------------------------------- issue 29
+@register_study
+def _clusters() -> Study:
+    return Study(
+        name="clusters", replicate=cl.clusters_replicate,
+        grid=dict(engine=list(cl.ENGINES), G=[30, 100, 500], mu=[1.0, 2.0, 5.0]),
+        constants=dict(max_group_size=cl.MAX_GROUP_SIZE, icc=cl.ICC, alpha=0.05),
+        reps=200, seed=20261127,
+        title="Clusters: linear regression on clusters of unequal sizes, clusters the "
+              "privacy unit",
+        description="Per cell, interval and slope: the share of fits that do not warn, "
+                    "the coverage of the unwarned fits' intervals with its MC s.e., the "
+                    "overall coverage, and the length over statsmodels' CR1 cluster "
+                    "interval on the same data (issue 29).",
+        figures=(FigureSpec("coverage", cl.draw_clusters),))
+
+
+@register_study
+def _iv() -> Study:
+    return Study(
+        name="iv", replicate=ivs.iv_replicate,
+        grid=dict(strength=list(ivs.STRENGTHS), n=[2000, 10_000], mu=[1.0, 5.0]),
+        constants=dict(alpha=0.05), reps=200, seed=20261128,
+        title="IV-2SLS: strong, moderate and weak instruments",
+        description="Per cell and interval: the share of fits that warn (weak "
+                    "instruments or another check), the coverage of the endogenous "
+                    "regressor's coefficient by the unwarned fits' intervals with its MC "
+                    "s.e., the overall coverage, and the length over linearmodels' "
+                    "IV2SLS interval on the same data (issue 29).",
+        figures=(FigureSpec("coverage", ivs.draw_iv),))
 
 
 # ---------------------------------------------------------------------------- dpsgd paper

@@ -12,8 +12,8 @@ from dpreg.studies import replicates as rp
 from dpreg.studies.catalog import LDP_TABLE1_PAPER
 from dpreg.studies.reference import averaged_sgd, clipped_minimizer, ols
 
-SHIPPED = ["smoke", "robustness", "textbook", "engines", "dpsgd-fig1", "dpsgd-fig2",
-           "dpsgd-fig3", "ldp-table1", "ldp-fig3", "dpgd-fig5-6"]
+SHIPPED = ["smoke", "robustness", "textbook", "engines", "clusters", "iv", "dpsgd-fig1",
+           "dpsgd-fig2", "dpsgd-fig3", "ldp-table1", "ldp-fig3", "dpgd-fig5-6"]
 
 
 def test_catalog_lists_the_issue_studies():
