@@ -278,12 +278,15 @@ class Problem:
         else:
             # The curvature of a mean gradient over m conditioned rows: the population
             # part lambda_max(E w h z z') is about 1 on [-1, 1] covariates (at most
-            # row_sq), the sampling part at most row_sq / m (one row's curvature over m).
-            kappa = obj.hess_bound * (1.0 + row_sq / batch_size)
+            # row_sq), the sampling part at most row_sq / m (one row's curvature over m;
+            # with clusters, one cluster's, K rows', over the m n / G rows of a batch).
+            kappa = obj.hess_bound * (1.0 + row_sq / curvature_batch)
             lr = obj.family.lr_scale / kappa
+            m_text = "m" if clusters is None else "(m n / (G K))"
             reasons.append(f"lr = {lr:.4g} = {obj.family.lr_scale:g} / kappa, kappa = "
-                           f"hess_bound * (1 + row_sq / m) = {kappa:.4g}: the curvature of a "
-                           "batch's mean gradient on the conditioned covariates.")
+                           f"hess_bound * (1 + row_sq / {m_text}) = {kappa:.4g}: the "
+                           "curvature of a batch's mean gradient on the conditioned "
+                           "covariates.")
         seed = opts.random_state  # int, SeedSequence, Generator or None: never stored
         return Public(x_bound=None if x_bound is None else float(x_bound),
                       row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),

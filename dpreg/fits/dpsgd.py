@@ -17,6 +17,7 @@ import numpy as np
 
 from dpreg._checks import integer_at_least, one_of
 from dpreg.conditioning import Conditioning
+from dpreg.design import check_public_size
 from dpreg.engines import SGDSettings, run_dpsgd
 from dpreg.engines.ssp import first_rows
 from dpreg.exceptions import OptionError
@@ -47,7 +48,7 @@ from dpreg.options import (
     check_steps,
     plugin_split,
 )
-from dpreg.privacy.disclosure import adjacency_notes, sampling_adjacency
+from dpreg.privacy.disclosure import adjacency_notes, cluster_note, sampling_adjacency
 from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency, is_replace_one
 from dpreg.privacy.gdp import calibrate_dpsgd
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
@@ -217,6 +218,12 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     problem, units, cond, pub, split, adjacency, build = _plan(problem, opts)
     design = problem.design
     n = design.nobs
+    if problem.groups is not None:
+        if units < 2:
+            raise OptionError(f"groups= gives G = {units} cluster(s): cluster-robust "
+                              "inference needs at least 2 (its t law has G - 1 degrees "
+                              "of freedom)")
+        check_public_size(design)  # the kept rows (public, as G is)
     unit_text = "" if problem.groups is None else f"G = {units} clusters, "
     events, ledger = calibrate_and_record(
         request, build, n,
@@ -259,12 +266,8 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                      inferences["plugin"].scale)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     if problem.groups is not None:
-        label = repr(opts.groups) if isinstance(opts.groups, str) else "groups"
-        notes += (f"Privacy unit: a cluster of {label} (replace-one cluster); each cluster "
-                  f"keeps its first max_group_size = {opts.max_group_size} rows in the "
-                  f"data's order, a batch samples {pub.batch_size} of the G = {units} "
-                  "clusters, and the sensitivities are per cluster. G and the number of "
-                  f"rows used n = {n} are public by assumption, as n is for rows.",)
+        notes += (cluster_note(opts.groups, opts.max_group_size, units, n,
+                               f"a batch samples {pub.batch_size} of the G clusters"),)
     cov_type = opts.cov_type
     if "cov_type" not in given and report is not None and report.floor_decided \
             and not report.unconverged:
@@ -335,18 +338,22 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     s_cap = max_group_size * pub.clip ** 2
     A, raised_a = floor_eigenvalues(A_noisy, a_floor, a_cap)
     S, raised_s = floor_eigenvalues(S_noisy, 0.0, s_cap)
-    law = None
+    law, cr1 = None, 1.0
     if n_groups is not None:
-        # CR1, as statsmodels' and Stata's cluster-robust errors: the meat times
-        # G/(G-1) (n-1)/(n-p), and t(G-1) intervals
+        # CR1, as statsmodels' and Stata's cluster-robust errors: the sampling variance
+        # V times G/(G-1) (n-1)/(n-p) (not the path's W), and t(G-1) intervals
         p = S.shape[0]
-        S = S * (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
-        law = StudentLaw(max(n_groups - 1, 1))
-    V, W = path_variance(A, S, settings.noise_scale, m)
-    V, W = cond.covariance(V), cond.covariance(W)
+        cr1 = (n_groups / (n_groups - 1)) * (n - 1) / max(n - p, 1)
+        law = StudentLaw(n_groups - 1)
+
+    def variances(A_b, S_b):
+        V_b, W_b = path_variance(A_b, S_b, settings.noise_scale, m)
+        return cr1 * cond.covariance(V_b), cond.covariance(W_b)
+
+    V, W = variances(A, S)
     # the same plug-in with the floor doubled: does the floor decide the answer?
     A2, _ = floor_eigenvalues(A_noisy, min(2 * a_floor, a_cap), a_cap)
-    V2, W2 = (cond.covariance(M) for M in path_variance(A2, S, settings.noise_scale, m))
+    V2, W2 = variances(A2, S)
     floor_se = np.sqrt(np.diag(V2 / n + W2 / settings.steps))
     note = ""
     if raised_a or raised_s:
@@ -354,8 +361,8 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
                 "of the private score covariance were moved into their public ranges "
                 "(projection; post-processing).")
     def to_cov(A_b, S_b):
-        V_b, W_b = path_variance(A_b, S_b, settings.noise_scale, m)
-        C_b = cond.covariance(V_b) / n + cond.covariance(W_b) / settings.steps
+        V_b, W_b = variances(A_b, S_b)
+        C_b = V_b / n + W_b / settings.steps
         return (C_b + C_b.T) / 2
 
     # a child generator: the fit's own draws (and so its numbers) are unchanged
@@ -366,8 +373,8 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     if n_groups is not None:
         note = (note + " " if note else "") + (
             f"Cluster-robust plug-in: t({n_groups - 1}) intervals from the sandwich with the "
-            f"private cluster meat and the CR1 factor G/(G-1) (n-1)/(n-p) (G = {n_groups} "
-            "clusters, public).")
+            f"private cluster meat and the CR1 factor G/(G-1) (n-1)/(n-p) = {cr1:.4g} on "
+            f"its sampling part (G = {n_groups} clusters, public).")
     plugin, cov = plugin_inference(V, W, n, settings.steps, note, cov_replicates=replicates,
                                    law=law)
     rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)

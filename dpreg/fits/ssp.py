@@ -84,6 +84,7 @@ from dpreg.inference.ssp import (
 )
 from dpreg.options import CommonOptions
 from dpreg.privacy.calibration import calibrate_to_budget
+from dpreg.privacy.disclosure import cluster_note
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
@@ -130,9 +131,10 @@ class SSPOptions(CommonOptions):
         (CR1, ``t(G-1)``) is offered.
     max_group_size : int, optional
         ``K``, the public bound on a cluster's rows: each cluster keeps its first ``K``
-        rows in the data's order (the others are not read; nothing about the clusters'
-        sizes is published). With ``robust=True`` the default ``clip`` of the cluster
-        scores is ``K x_bound (upper - lower)``.
+        rows in the data's order (the others are not read). ``G`` and the rows used
+        ``n`` are public by assumption, so the adjacency replaces a cluster by one with
+        as many kept rows: a cluster's size is not protected. With ``robust=True`` the
+        default ``clip`` of the cluster scores is ``K x_bound (upper - lower)``.
     absorb : str, optional
         A categorical column of the data whose fixed effects are absorbed: its dummies
         (every declared level, with the intercept) join the design, and the results
@@ -598,12 +600,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
 
     notes = list(source.notes())
     if n_groups is not None:
-        label = repr(opts.groups) if isinstance(opts.groups, str) else "groups"
-        notes.append(f"Privacy unit: a cluster of {label} (replace-one cluster); each "
-                     f"cluster keeps its first max_group_size = {settings.max_group_size} "
-                     f"rows in the data's order, and the sensitivities are per cluster. "
-                     f"The number of clusters G = {n_groups} and of rows used n = {n} are "
-                     "public by assumption, as n is for rows.")
+        notes.append(cluster_note(opts.groups, settings.max_group_size, n_groups, n))
     if problem.absorbed is not None:
         column, n_levels, positions = problem.absorbed
         notes.append(f"Absorbed fixed effects: {column!r}, {n_levels} declared levels "

@@ -14,7 +14,7 @@ import numpy as np
 from dpreg.exceptions import SeedReuseWarning
 from dpreg.privacy.events import ZERO_OUT
 
-__all__ = ["sampling_adjacency", "adjacency_notes", "warn_fixed_seed", "SEED_NOTE"]
+__all__ = ["sampling_adjacency", "adjacency_notes", "cluster_note", "warn_fixed_seed", "SEED_NOTE"]
 
 SEED_NOTE = ("An integer random_state reproduces a run on the same data; never use it for a "
              "second release (the same noise on neighbouring data cancels in the difference).")
@@ -44,6 +44,38 @@ def adjacency_notes(ledger) -> tuple[str, ...]:
             f"changes: by group privacy it is protected at mu = {mu2:.4g} (epsilon = "
             f"{eps2:.4g} at delta = {ledger.delta:.3g}, GDP view), not at the ledger's "
             "totals. Use sampling='uniform' for replace-one accounting.",)
+
+
+def cluster_note(groups, max_group_size: int, n_groups: int, n: int,
+                 sampled: str = "") -> str:
+    """The summary's note on clusters as the privacy unit (``groups=``), shared by the
+    engines that take it.
+
+    ``G`` and ``n`` are public by assumption, so neighbouring data sets keep both: a
+    cluster is replaced by one with as many kept rows. The rows' values are protected,
+    a cluster's size is not.
+
+    Parameters
+    ----------
+    groups : str or array-like
+        The ``groups=`` option (a column name is shown).
+    max_group_size, n_groups, n : int
+        ``K``, ``G`` and the rows used.
+    sampled : str
+        What a step samples, for engines that subsample (e.g. ``"a batch samples 3 of
+        the G clusters"``).
+
+    Returns
+    -------
+    str
+    """
+    label = repr(groups) if isinstance(groups, str) else "groups"
+    batch = f"; {sampled}" if sampled else ""
+    return (f"Privacy unit: a cluster of {label} (replace-one cluster); each cluster keeps "
+            f"its first max_group_size = {max_group_size} rows in the data's order and the "
+            f"sensitivities are per cluster{batch}. G = {n_groups} clusters and n = {n} rows "
+            "used are public by assumption, so a neighbour replaces a cluster by one with "
+            "as many kept rows: the values in a cluster are protected, its size is not.")
 
 
 def _outside_dpreg() -> int:
