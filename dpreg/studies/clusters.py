@@ -73,17 +73,20 @@ class EngineFit(NamedTuple):
     intervals: tuple[str, ...]
 
 
-#: The engines of the study (a factor of its cells): DP-SGD joins when it takes
-#: ``groups=``, with an entry of :data:`ENGINE_FITS`.
-ENGINES = ("ssp",)
+#: The engines of the study (a factor of its cells).
+ENGINES = ("ssp", "dpsgd")
 
 #: engine -> its fit. Changing an entry changes the meaning of the recorded replications:
 #: bump the study's ``revision`` (the cache is keyed on it). SSP: the cluster-robust
 #: sandwich (released cluster meat, CR1, ``t(G - 1)``) and the parametric bootstrap,
-#: whose sampling noise is drawn from the cluster meat.
+#: whose sampling noise is drawn from the cluster meat. DP-SGD: its plug-in and
+#: random scaling.
 ENGINE_FITS = {
     "ssp": EngineFit(dict(engine="ssp", robust=True, cov_type="cluster"),
                      ("cluster", "pboot")),
+    # DP-SGD samples whole clusters; its plug-in is the cluster-robust sandwich (CR1,
+    # t(G - 1)) and its random scaling needs nothing new
+    "dpsgd": EngineFit(dict(engine="dpsgd"), ("plugin", "rs")),
 }
 
 FORMULA = "y ~ x1 + x2"
