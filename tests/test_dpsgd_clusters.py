@@ -3,6 +3,7 @@
 cluster-robust OLS, the ledger, the sensitivities of a whole cluster's replacement,
 coverage, and bad options."""
 
+import dataclasses
 import math
 import warnings
 
@@ -103,6 +104,33 @@ def test_nearly_noise_free_limit_is_statsmodels_cluster_robust(seed):
                max_group_size=None)
     # x1 shares a cluster effect with the errors: rows' s.e. is far too short for it
     assert rows.bse["x1"] < 0.5 * ref.bse["x1"]
+
+
+def test_the_cluster_sandwich_at_ols_is_statsmodels_cr1_exactly(seed):
+    # the plug-in's formula without its noise: A and the cluster meat S as the fit
+    # computes them (its own functions, engine coordinates), at statsmodels' OLS
+    # estimate, give V = CR1 A^-1 S A^-1 / n equal to statsmodels' cluster covariance
+    from dpreg.fits.dpsgd import DPSGDOptions, clustered
+    from dpreg.inference.plugin import path_variance
+
+    data = make_clusters(seed, n_groups=80)
+    ref = smf.ols(FORMULA, data).fit(cov_type="cluster",
+                                     cov_kwds={"groups": pd.factorize(data["school"])[0]})
+    model = dpreg.DPRegression.from_formula(FORMULA, data, bounds=BOUNDS)
+    opts = DPSGDOptions(groups="school", max_group_size=20)
+    problem = dataclasses.replace(model.problem,
+                                  groups=pd.factorize(data["school"])[0].astype(np.int64))
+    problem, n_groups, _ = clustered(problem, opts)
+    cond = problem.coordinates(opts.condition)
+    pub = problem.public_settings(opts, cond, clusters=(n_groups, 20))
+    Z = cond.design(problem.design.exog)
+    theta = cond.to_engine(ref.params.to_numpy())
+    A = problem.matrix_statistic("A", Z, pub, theta)
+    S = problem.matrix_statistic("S", Z, pub, theta)
+    n, p = Z.shape
+    V, _ = path_variance(A, S, 0.0, 1.0)
+    cr1 = n_groups / (n_groups - 1) * (n - 1) / (n - p)
+    np.testing.assert_allclose(cr1 * cond.covariance(V) / n, ref.cov_params(), rtol=1e-8)
 
 
 # ------------------------------------------------------------------ the ledger

@@ -104,6 +104,7 @@ def test_a_tiny_run_gives_the_table():
         "engine", "G", "mu", "method", "coef", "reps", "unwarned", "coverage_unwarned",
         "mcse", "coverage", "coverage_nonprivate", "length_ratio", "length_ratio_unwarned",
         "contains_np", "passes"]
-    assert len(table) == 4 and (table["reps"] == 3).all()
-    assert set(table["method"]) == {"cluster", "pboot"}
+    assert len(table) == 8 and (table["reps"] == 3).all()  # 2 engines x 2 intervals x 2
+    assert set(zip(table["engine"], table["method"])) == {
+        ("ssp", "cluster"), ("ssp", "pboot"), ("dpsgd", "plugin"), ("dpsgd", "rs")}
     assert table["length_ratio"].gt(0).all() and table["passes"].dtype == bool
