@@ -107,6 +107,35 @@ def _patsy_call(fn, *args, **kwargs):
                         f"{err}") from None
 
 
+class _KeptRows(patsy.NAAction):
+    """patsy's missing-value handling, recording which rows it keeps (``kept``, a boolean
+    mask, ``None`` before a build). The design is then built as plain matrices: a
+    DataFrame result would copy each matrix once more (pandas >= 3 copies an ndarray
+    into a new frame), which costs as much as building it at 10^6 rows."""
+
+    kept = None
+
+    def handle_NA(self, values, is_NAs, origins):
+        if is_NAs:
+            missing = np.zeros(len(is_NAs[0]), dtype=bool)
+            for is_NA in is_NAs:
+                missing |= is_NA
+            self.kept = ~missing
+        return super().handle_NA(values, is_NAs, origins)
+
+
+def _design_matrices(fn, *args, missing: str, n: int, **kwargs):
+    """``(y, X, kept)``: patsy's outcome and design matrices (``DesignMatrix``, with their
+    ``design_info``) and the positions of the rows kept, for the ``n`` rows of a frame
+    with a default index."""
+    na = _KeptRows(on_NA=missing)
+    y_m, X_m = _patsy_call(fn, *args, NA_action=na, return_type="matrix", **kwargs)
+    kept = np.arange(n) if na.kept is None else np.flatnonzero(na.kept)
+    if len(kept) != X_m.shape[0]:  # patsy's own row count is the truth
+        raise RuntimeError("patsy kept a different number of rows than it reported")
+    return y_m, X_m, kept
+
+
 def _apply_levels(data: pd.DataFrame, levels: Mapping[str, Sequence] | None) -> pd.DataFrame:
     """Declared categories: the column becomes a pandas Categorical with exactly them."""
     if not levels:
@@ -378,20 +407,21 @@ def build_design(formula: str, data, *, missing: str = "drop",
     env = eval_env.with_outer_namespace({"np": np})
     data, bounds = _prepare(formula, data, bounds, levels, missing)
     data = data.reset_index(drop=True)  # patsy's output index = row positions
-    y_df, X_df = _patsy_call(patsy.dmatrices, formula, data, eval_env=env,
-                             NA_action=patsy.NAAction(on_NA=missing), return_type="dataframe")
-    y_info, design_info = y_df.design_info, X_df.design_info
+    y_m, X_m, kept = _design_matrices(patsy.dmatrices, formula, data, eval_env=env,
+                                      missing=missing, n=len(data))
+    y_info, design_info = y_m.design_info, X_m.design_info
     if check_rowwise:
-        _check_rowwise(y_info, design_info, data, y_df, X_df)
-    if binary_outcome and y_df.shape[1] == 2:
-        y_df = y_df.iloc[:, [1]]
-    if y_df.shape[1] != 1:
+        _check_rowwise(y_info, design_info, data, kept, y_m, X_m)
+    y_names = list(y_info.column_names)
+    if binary_outcome and y_m.shape[1] == 2:
+        y_m, y_names = y_m[:, [1]], y_names[1:]
+    if y_m.shape[1] != 1:
         lhs = formula.split("~")[0].strip()
         raise DataError(f"the outcome {lhs!r} is not numeric (patsy coded it as "
-                        f"{y_df.shape[1]} columns {list(y_df.columns)}); convert it to numbers")
-    endog_name = str(y_df.columns[0])
-    exog_names = tuple(str(c) for c in X_df.columns)
-    y, X = _owned_arrays(y_df, X_df)
+                        f"{y_m.shape[1]} columns {y_names}); convert it to numbers")
+    endog_name = str(y_names[0])
+    exog_names = tuple(str(c) for c in design_info.column_names)
+    y, X = _owned_arrays(y_m, X_m)
     # identification (n >= p, rank) is checked only for oracles: see dpreg.design
     check_finite_full_rank(y, X, endog_name, exog_names, rank=False)
     lhs_factors = [f.name() for t in y_info.terms for f in t.factors]
@@ -404,7 +434,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
     undeclared_levels, stateful = _read_off_data([y_info, design_info], data, levels)
     endog_bounds = effective.get(lhs_factors[0]) if len(lhs_factors) == 1 else None
     missing_rows = np.ones(len(data), dtype=bool)
-    missing_rows[X_df.index.to_numpy()] = False
+    missing_rows[kept] = False
     used = {k: v for k, v in derived.items()
             if k not in term_bounds and _uses(k, y_info, design_info)}
     return Design(endog=y, exog=X, endog_name=endog_name, exog_names=exog_names,
@@ -599,7 +629,8 @@ def _public_spelling(term: str) -> str:
     return out if count else "I((x - 50) / 10)"
 
 
-def _check_rowwise(y_info, design_info, data: pd.DataFrame, y_df, X_df) -> None:
+def _check_rowwise(y_info, design_info, data: pd.DataFrame, kept: np.ndarray,
+                   y_full: np.ndarray, X_full: np.ndarray) -> None:
     """Refuse terms that are not computed row by row.
 
     The design of a few rows alone (the first, middle and last kept rows, each on its
@@ -607,12 +638,12 @@ def _check_rowwise(y_info, design_info, data: pd.DataFrame, y_df, X_df) -> None:
     ``I(x - x.mean())`` or ``I(x / x.max())`` reads other rows of the private data, and
     its coefficient would release that statistic without a mechanism paying for it.
     Raises :class:`~dpreg.exceptions.PrivacyLeakError` naming the term and its spelling
-    with public constants.
+    with public constants. ``kept`` are the positions in ``data`` of the rows of the
+    full outcome and design ``y_full`` and ``X_full``.
     """
-    kept = X_df.index.to_numpy()
     if len(kept) == 0:
         return
-    ys_full, Xs_full = y_df.to_numpy(dtype=float), X_df.to_numpy(dtype=float)
+    ys_full, Xs_full = np.asarray(y_full, dtype=float), np.asarray(X_full, dtype=float)
     for k in sorted({0, len(kept) // 2, len(kept) - 1}):
         row = data.iloc[[int(kept[k])]]
         try:
@@ -803,22 +834,23 @@ def build_exog(design_info, data) -> np.ndarray:
 def _template_rows(template: Design, data: pd.DataFrame, missing: str):
     """``(endog, exog, kept row positions)`` of ``data`` built by patsy with the
     template's columns (rows with a missing value left out under ``missing="drop"``)."""
-    y_df, X_df = _patsy_call(patsy.build_design_matrices,
-                             [template.endog_info, template.design_info], data,
-                             NA_action=patsy.NAAction(on_NA=missing),
-                             return_type="dataframe")
-    if y_df.shape[1] == 2:  # binary outcome coded as two indicator columns
-        y_df = y_df.iloc[:, [1]]
-    y, X = _owned_arrays(y_df, X_df)
-    return y, X, X_df.index.to_numpy()
+    y_m, X_m, kept = _design_matrices(patsy.build_design_matrices,
+                                      [template.endog_info, template.design_info], data,
+                                      missing=missing, n=len(data))
+    if y_m.shape[1] == 2:  # binary outcome coded as two indicator columns
+        y_m = y_m[:, [1]]
+    y, X = _owned_arrays(y_m, X_m)
+    return y, X, kept
 
 
-def _owned_arrays(y_df: pd.DataFrame, X_df: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """The outcome and design as contiguous float64 arrays that this module owns: with
-    pandas' copy-on-write (pandas >= 3) ``to_numpy`` may return a read-only view, and
-    the term bounds are enforced on these arrays in place."""
-    y = np.array(y_df.iloc[:, 0].to_numpy(dtype=float), dtype=float, order="C", copy=True)
-    X = np.array(X_df.to_numpy(dtype=float), dtype=float, order="C", copy=True)
+def _owned_arrays(y_m: np.ndarray, X_m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The outcome and design as contiguous, writable float64 arrays that this module
+    owns (the term bounds are enforced on them in place): patsy's fresh matrices as plain
+    ndarrays, copied only where they are not already C-ordered float64."""
+    y = np.array(np.asarray(y_m)[:, 0], dtype=float, order="C", copy=True)
+    X = np.asarray(X_m).view(np.ndarray)
+    if X.dtype != np.float64 or not X.flags.c_contiguous or not X.flags.writeable:
+        X = np.array(X, dtype=float, order="C", copy=True)
     return y, X
 
 

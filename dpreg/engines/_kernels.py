@@ -11,12 +11,18 @@ come from :mod:`dpreg.families.dispatch`. Per-example gradients are
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from dpreg.families.dispatch import clipped_psi
 
 STATUS_OK = 0
 STATUS_NONFINITE = 1
+#: Batches of at least this many rows sum their gradients in :data:`CHUNKS` fixed
+#: chunks on all cores (:func:`chunked_gradient`); smaller ones in one serial loop.
+PARALLEL_ROWS = 4096
+#: Fixed chunks of a parallel batch, summed in order: the result does not depend on the
+#: number of threads.
+CHUNKS = 16
 
 
 @njit(cache=True)
@@ -65,6 +71,31 @@ def gather_row(X, y, xnorm, w, i, r, xb, yb, nb, wb):
     wb[r] = w[i]
     for j in range(X.shape[1]):
         xb[r, j] = X[i, j]
+
+
+@njit(parallel=True, cache=True)
+def chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb, nb, wb,
+                     chunk_g, chunk_clipped):
+    """The clipped gradients of the rows ``perm[0:k]``, summed in ``chunk_g.shape[0]``
+    fixed chunks of consecutive positions, the chunks in parallel (each gathers its own
+    rows into its part of the buffers); ``chunk_clipped`` counts each chunk's clipped
+    gradients. The caller sums the chunks in order."""
+    n_chunks, p = chunk_g.shape
+    for ch in prange(n_chunks):
+        lo = ch * k // n_chunks
+        hi = (ch + 1) * k // n_chunks
+        for r in range(lo, hi):
+            gather_row(X, y, xnorm, w, perm[r], r, xb, yb, nb, wb)
+        for j in range(p):
+            chunk_g[ch, j] = 0.0
+        count = 0
+        for r in range(lo, hi):
+            g, clipped = clipped_psi(xb, yb, nb, wb, r, code, c, tau, theta, clip)
+            if clipped:
+                count += 1
+            for j in range(p):
+                chunk_g[ch, j] += g * xb[r, j]
+        chunk_clipped[ch] = count
 
 
 @njit(cache=True)
@@ -120,6 +151,8 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     yb = np.empty(kmax)
     nb = np.empty(kmax)
     wb = np.empty(kmax)
+    chunk_g = np.empty((CHUNKS, p))
+    chunk_clipped = np.empty(CHUNKS, dtype=np.int64)
     for b in range(counts.shape[0]):
         t = t0 + b + 1
         k = counts[b]
@@ -132,6 +165,24 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             tmp = perm[r]
             perm[r] = perm[jj]
             perm[jj] = tmp
+        if k >= PARALLEL_ROWS and not clustered:  # a large batch of rows: all cores
+            chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb,
+                             nb, wb, chunk_g, chunk_clipped)
+            clip_count[1] += k
+            for j in range(p):
+                gbuf[j] = 0.0
+            for ch in range(CHUNKS):
+                clip_count[0] += chunk_clipped[ch]
+                for j in range(p):
+                    gbuf[j] += chunk_g[ch, j]
+            step = lr * t ** (-lr_decay)
+            if not descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step,
+                           dbuf):
+                return STATUS_NONFINITE, b
+            rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)
+            to_snap = snapshot(theta, ref, s_run, t, to_snap, traj_stride, traj_avg,
+                               traj_iter)
+            continue
         rows = 0
         for r in range(k):
             if clustered:
@@ -155,14 +206,22 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
         if not descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step, dbuf):
             return STATUS_NONFINITE, b
         rs_accumulate(theta, ref, s_run, m_acc, l_acc, t)
-        to_snap -= 1
-        if to_snap == 0:
-            to_snap = traj_stride
-            row = t // traj_stride - 1
-            if row < traj_avg.shape[0]:
-                for j in range(p):
-                    traj_avg[row, j] = ref[j] + s_run[j] / t
-                    traj_iter[row, j] = theta[j]
+        to_snap = snapshot(theta, ref, s_run, t, to_snap, traj_stride, traj_avg, traj_iter)
     return STATUS_OK, counts.shape[0]
+
+
+@njit(cache=True)
+def snapshot(theta, ref, s_run, t, to_snap, traj_stride, traj_avg, traj_iter):
+    """Count down to the next trajectory snapshot and take it (the averaged and the last
+    iterate after step ``t``); returns the new countdown."""
+    to_snap -= 1
+    if to_snap == 0:
+        to_snap = traj_stride
+        row = t // traj_stride - 1
+        if row < traj_avg.shape[0]:
+            for j in range(theta.shape[0]):
+                traj_avg[row, j] = ref[j] + s_run[j] / t
+                traj_iter[row, j] = theta[j]
+    return to_snap
 
 

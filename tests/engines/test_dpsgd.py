@@ -141,3 +141,28 @@ def test_default_schedule_keeps_c_equal_one():
     assert default_schedule(1000, 50) == (50, 200_000)
     assert default_schedule(1000, 10) == (10, 200_000)
     assert default_schedule(10 ** 6, 10 ** 5) == (10 ** 5, 500)
+
+
+def test_a_large_batch_is_summed_in_fixed_chunks_on_all_cores(seed):
+    # batches of at least PARALLEL_ROWS rows sum their clipped gradients in CHUNKS fixed
+    # chunks in parallel: one noiseless step over every row is the mean gradient (to
+    # round-off), some gradients clipped and counted, and a rerun gives the same bits
+    from dpreg.engines import _kernels
+
+    n = 2 * _kernels.PARALLEL_ROWS + 3
+    X, y = _data(seed, n=n, p=3)
+    theta0 = np.array([0.5, -0.2, 0.1])
+    clip = 1.5
+    one = _settings(batch_size=n, steps=1, clip=clip, lr=1.0, lr_decay=0.0)
+    out = run_dpsgd(X, y, objective=_LIN(X), settings=one, theta0=theta0,
+                    rng=np.random.default_rng(0))
+    g = -(y - X @ theta0)[:, None] * X
+    norms = np.linalg.norm(g, axis=1)
+    g_clipped = g * np.minimum(1.0, clip / norms)[:, None]
+    assert np.allclose(theta0 - out.last, g_clipped.mean(axis=0), rtol=1e-12, atol=1e-14)
+    assert out.clip_count == int((norms > clip).sum()) > 0
+    assert out.grad_evals == n
+    many = _settings(batch_size=_kernels.PARALLEL_ROWS, steps=50, clip=clip, lr=0.5,
+                     noise_scale=0.01)
+    a, b = _run(X, y, many, seed=1), _run(X, y, many, seed=1)
+    assert np.array_equal(a.params, b.params) and np.array_equal(a.rs_q, b.rs_q)
