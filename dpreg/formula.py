@@ -347,7 +347,8 @@ def _prepare(formula: str, data: pd.DataFrame, bounds, levels, missing: str):
 def build_design(formula: str, data, *, missing: str = "drop",
                  bounds: Mapping[str, Any] | None = None,
                  levels: Mapping[str, Sequence] | None = None, eval_env: int = 0,
-                 binary_outcome: bool = False, check_rowwise: bool = True) -> Design:
+                 binary_outcome: bool = False, check_rowwise: bool = True,
+                 template: Design | None = None) -> Design:
     """Build a :class:`~dpreg.design.Design` from a formula and a DataFrame.
 
     Also the template of a stream, from its first chunk (later chunks go through
@@ -388,6 +389,12 @@ def build_design(formula: str, data, *, missing: str = "drop",
         the full one). ``False`` only where this formula was already checked on these
         rows (the rebuild with privately learned ranges, which changes only the
         bounds).
+    template : Design, optional
+        The design of the same formula on the same rows, built before (the rebuild
+        with privately learned ranges, which changes only the bounds). When its terms
+        are the intercept and products of raw numeric columns, the new design is built
+        from its columns with numpy, as a stream's chunks are (equal to patsy's, and
+        without patsy's per-column cost); otherwise by patsy.
 
     Raises
     ------
@@ -407,21 +414,28 @@ def build_design(formula: str, data, *, missing: str = "drop",
     env = eval_env.with_outer_namespace({"np": np})
     data, bounds = _prepare(formula, data, bounds, levels, missing)
     data = data.reset_index(drop=True)  # patsy's output index = row positions
-    y_m, X_m, kept = _design_matrices(patsy.dmatrices, formula, data, eval_env=env,
-                                      missing=missing, n=len(data))
-    y_info, design_info = y_m.design_info, X_m.design_info
-    if check_rowwise:
-        _check_rowwise(y_info, design_info, data, kept, y_m, X_m)
-    y_names = list(y_info.column_names)
-    if binary_outcome and y_m.shape[1] == 2:
-        y_m, y_names = y_m[:, [1]], y_names[1:]
-    if y_m.shape[1] != 1:
-        lhs = formula.split("~")[0].strip()
-        raise DataError(f"the outcome {lhs!r} is not numeric (patsy coded it as "
-                        f"{y_m.shape[1]} columns {y_names}); convert it to numbers")
-    endog_name = str(y_names[0])
-    exog_names = tuple(str(c) for c in design_info.column_names)
-    y, X = _owned_arrays(y_m, X_m)
+    plan = None if template is None else _numeric_plan(template, data)
+    if plan is not None:  # the template's columns, by numpy
+        y_info, design_info = template.endog_info, template.design_info
+        y, X = _numeric_columns(plan, data)
+        kept = np.flatnonzero(_numeric_keep(plan, data))
+        endog_name, exog_names = template.endog_name, tuple(template.exog_names)
+    else:
+        y_m, X_m, kept = _design_matrices(patsy.dmatrices, formula, data, eval_env=env,
+                                          missing=missing, n=len(data))
+        y_info, design_info = y_m.design_info, X_m.design_info
+        if check_rowwise:
+            _check_rowwise(y_info, design_info, data, kept, y_m, X_m)
+        y_names = list(y_info.column_names)
+        if binary_outcome and y_m.shape[1] == 2:
+            y_m, y_names = y_m[:, [1]], y_names[1:]
+        if y_m.shape[1] != 1:
+            lhs = formula.split("~")[0].strip()
+            raise DataError(f"the outcome {lhs!r} is not numeric (patsy coded it as "
+                            f"{y_m.shape[1]} columns {y_names}); convert it to numbers")
+        endog_name = str(y_names[0])
+        exog_names = tuple(str(c) for c in design_info.column_names)
+        y, X = _owned_arrays(y_m, X_m)
     # identification (n >= p, rank) is checked only for oracles: see dpreg.design
     check_finite_full_rank(y, X, endog_name, exog_names, rank=False)
     lhs_factors = [f.name() for t in y_info.terms for f in t.factors]

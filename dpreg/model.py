@@ -69,13 +69,15 @@ class _FormulaRows:
                 out[str(col)] = (values, self.bounds[col])
         return out
 
-    def rebuild(self, ranges: Mapping[str, tuple[float, float]]) -> Design:
-        """The design with ``ranges`` as the declared bounds of their columns."""
+    def rebuild(self, ranges: Mapping[str, tuple[float, float]],
+                template: Design | None = None) -> Design:
+        """The design with ``ranges`` as the declared bounds of their columns
+        (``template``: the design built before, whose columns it reuses)."""
         # the same formula on the same rows, checked row by row when the model was built
         return build_design(self.formula, self.data, missing=self.missing,
                             bounds={**self.bounds, **ranges}, levels=self.levels,
                             eval_env=self.env, binary_outcome=self.binary_outcome,
-                            check_rowwise=False)
+                            check_rowwise=False, template=template)
 
 
 class _ArrayRows:
@@ -102,8 +104,10 @@ class _ArrayRows:
                 out[name] = (design.exog[:, j], self.bounds[name])
         return out
 
-    def rebuild(self, ranges: Mapping[str, tuple[float, float]]) -> Design:
-        """The design with ``ranges`` as the declared bounds of their columns."""
+    def rebuild(self, ranges: Mapping[str, tuple[float, float]],
+                template: Design | None = None) -> Design:
+        """The design with ``ranges`` as the declared bounds of their columns
+        (``template`` is not needed: the columns are the arrays')."""
         return design_from_arrays(self.endog, self.exog, missing=self.missing,
                                   bounds={**self.bounds, **ranges}, intercept=self.intercept)
 
@@ -601,7 +605,7 @@ class DPRegression:
                                       f"learn the ranges and fit: {err}") from None
         release = release_ranges(columns, event, ranges_rng(opts.random_state), DEFAULT_BINS)
         model = DPRegression.__new__(DPRegression)
-        model._set_up(self._source.rebuild(release.ranges), self.family,
+        model._set_up(self._source.rebuild(release.ranges, self.design), self.family,
                       (self.c, self.tau, self.mallows))
         problem = dataclasses.replace(model.problem, prior=(event,))
         res = engine.fit(problem, opts, request, given)

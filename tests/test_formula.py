@@ -188,3 +188,46 @@ def test_read_only_input_arrays_are_accepted_and_untouched():
     X.setflags(write=False)
     design = design_from_arrays(y, X, bounds={"y": (-1.0, 1.0), "x1": (-1.0, 1.0)})
     assert design.endog.max() <= 1.0
+
+
+@pytest.mark.parametrize("formula", ["y ~ x1 + x2 + x1:x2", "y ~ x1 + C(g)", "y ~ 0 + x1"])
+def test_a_rebuild_from_its_template_equals_patsys(formula):
+    # the rebuild with learned ranges reuses the first design's columns: for raw numeric
+    # terms it is built with numpy, otherwise by patsy; either way it equals a fresh
+    # build with the new bounds, missing rows included
+    rng = np.random.default_rng(0)
+    n = 300
+    data = pd.DataFrame({"y": rng.normal(size=n), "x1": rng.uniform(-3, 3, n),
+                         "x2": rng.uniform(0, 1, n), "g": rng.choice(["a", "b", "c"], n)})
+    data.loc[[5, 77], "x1"] = np.nan
+    data.loc[[9], "y"] = np.nan
+    wide = {"y": (-5, 5), "x1": (-3, 3), "x2": (0, 1)}
+    narrow = {"y": (-2, 2), "x1": (-1.5, 1.0), "x2": (0.1, 0.9)}
+    levels = {"g": ["a", "b", "c"]}
+    first = build_design(formula, data, bounds=wide, levels=levels)
+    fresh = build_design(formula, data, bounds=narrow, levels=levels)
+    again = build_design(formula, data, bounds=narrow, levels=levels, check_rowwise=False,
+                         template=first)
+    assert again.exog_names == fresh.exog_names and again.endog_name == fresh.endog_name
+    np.testing.assert_array_equal(again.exog, fresh.exog)
+    np.testing.assert_array_equal(again.endog, fresh.endog)
+    np.testing.assert_array_equal(again.missing_rows, fresh.missing_rows)
+    assert again.x_norm_bound == fresh.x_norm_bound
+    assert again.column_bounds == fresh.column_bounds
+
+
+def test_a_rebuild_of_raw_numeric_terms_does_not_call_patsy(monkeypatch):
+    rng = np.random.default_rng(1)
+    data = pd.DataFrame({"y": rng.normal(size=50), "x": rng.normal(size=50)})
+    first = build_design("y ~ x", data, bounds={"y": (-4, 4), "x": (-4, 4)})
+    import dpreg.formula as formula_module
+
+    def no_patsy(*args, **kwargs):
+        raise AssertionError("patsy was called")
+
+    monkeypatch.setattr(formula_module, "_design_matrices", no_patsy)
+    again = build_design("y ~ x", data, bounds={"y": (-1, 1), "x": (-1, 1)},
+                         check_rowwise=False, template=first)
+    assert again.exog[:, 1].max() <= 1 and again.nobs == 50
+    with pytest.raises(AssertionError, match="patsy was called"):
+        build_design("y ~ x", data, bounds={"y": (-1, 1), "x": (-1, 1)})
