@@ -105,6 +105,6 @@ def test_a_tiny_run_gives_the_table():
         "mcse", "coverage", "coverage_nonprivate", "length_ratio", "length_ratio_unwarned",
         "contains_np", "passes"]
     assert len(table) == 8 and (table["reps"] == 3).all()  # 2 engines x 2 intervals x 2
-    assert set(zip(table["engine"], table["method"])) == {
+    assert set(zip(table["engine"], table["method"], strict=True)) == {
         ("ssp", "cluster"), ("ssp", "pboot"), ("dpsgd", "plugin"), ("dpsgd", "rs")}
     assert table["length_ratio"].gt(0).all() and table["passes"].dtype == bool
