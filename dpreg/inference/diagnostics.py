@@ -120,7 +120,7 @@ CURVATURE_BIAS_LIMIT = 0.5
 GD_ALARM = 1e-4
 #: Coverage of the random-scaling intervals of the coefficients the eigenvalue-floor
 #: check named, in DP-SGD fits whose path checks passed (textbook study, 200 fits per
-#: cell, 4,302 such fits; the plug-in's covered 0.703): why no warning recommends them.
+#: cell, 4,424 such fits; the plug-in's covered 0.703): why no warning recommends them.
 FLOOR_RS_COVERAGE = 0.785
 
 
@@ -203,7 +203,7 @@ class ConvergenceReport:
                     "to its small eigenvalues), not by the data")
             # no interval is recommended: where this check fires with the path checks
             # passing, random scaling is less wrong than the plug-in but not reliable
-            # (textbook study, DP-SGD, 4,302 such fits: the flagged coefficients' RS
+            # (textbook study, DP-SGD, 4,424 such fits: the flagged coefficients' RS
             # intervals covered 0.785, the plug-in's 0.703; FLOOR_RS_COVERAGE)
             cure = ("Raise the budget or the Hessian's share, or use tighter bounds "
                     "(ranges='auto' learns them privately where bounds are "
