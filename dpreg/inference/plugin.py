@@ -78,10 +78,10 @@ def _blocks(n: int, size: int = 1 << 16):
     return (slice(start, start + size) for start in range(0, n, size))
 
 
-def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
-    """``n^{-1} sum_i g~_i g~_i^T`` with weighted per-example gradients clipped at ``clip``."""
+def _clipped_gradient_blocks(X, y, theta, objective, clip: float):
+    """``(rows, g)`` by blocks of rows: the weighted per-example gradients at ``theta``,
+    each clipped at ``clip``."""
     theta = np.asarray(theta, float)
-    out = np.zeros((X.shape[1], X.shape[1]))
     for rows in _blocks(X.shape[0]):
         Xb = X[rows]
         xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
@@ -89,6 +89,13 @@ def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
         dispatch.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
                                    objective.family.code, objective.c, objective.tau, theta,
                                    clip, g)
+        yield rows, g
+
+
+def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:
+    """``n^{-1} sum_i g~_i g~_i^T`` with weighted per-example gradients clipped at ``clip``."""
+    out = np.zeros((X.shape[1], X.shape[1]))
+    for _, g in _clipped_gradient_blocks(X, y, theta, objective, clip):
         out += g.T @ g
     return out / X.shape[0]
 
@@ -99,17 +106,10 @@ def cluster_score_matrix(X, y, theta, objective, clip: float,
     per-example gradients, each clipped at ``clip`` (``codes``: the cluster ``0 .. G-1``
     of each row): the meat of the cluster-robust sandwich, whose per-cluster term is at
     most ``(K clip)^2`` for clusters of at most ``K`` rows."""
-    theta = np.asarray(theta, float)
     codes = np.asarray(codes, dtype=np.int64)
     n_groups = int(codes.max()) + 1 if codes.size else 0
     sums = np.zeros((n_groups, X.shape[1]))
-    for rows in _blocks(X.shape[0]):
-        Xb = X[rows]
-        xnorm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb))
-        g = np.empty_like(Xb)
-        dispatch.clipped_gradients(Xb, y[rows], xnorm, objective.weights[rows],
-                                   objective.family.code, objective.c, objective.tau, theta,
-                                   clip, g)
+    for rows, g in _clipped_gradient_blocks(X, y, theta, objective, clip):
         for j in range(X.shape[1]):
             sums[:, j] += np.bincount(codes[rows], weights=g[:, j], minlength=n_groups)
     return sums.T @ sums / X.shape[0]

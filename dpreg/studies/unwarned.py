@@ -20,7 +20,8 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 
-__all__ = ["NONPRIVATE", "WARNED_ENOUGH", "passes", "unwarned_table", "draw_unwarned"]
+__all__ = ["NONPRIVATE", "WARNED_ENOUGH", "passes", "unwarned_table", "draw_unwarned",
+           "record_study"]
 
 #: The ``method`` label of the non-private interval's rows.
 NONPRIVATE = "nonprivate"
@@ -204,3 +205,56 @@ def draw_unwarned(summary: pd.DataFrame, path=None, *, factors, coef: str | None
     if path is not None:
         fig.savefig(path, dpi=110)
     return fig
+
+
+def record_study(name: str, table, csv_name: str, argv=None, doc: str | None = None):
+    """Command line of a study judged by its unwarned fits: run the study ``name`` (its
+    cached chunks are reused), write ``table(raw)`` to ``OUT/csv_name`` and print it with
+    the run's time and how many rows pass. Options: ``--reps`` (200), ``--jobs`` (1),
+    ``--out`` (``validation/results``), ``--cache`` (``studies_out/cache``).
+
+    Parameters
+    ----------
+    name : str
+        A registered study.
+    table : callable
+        ``table(raw) -> DataFrame`` with a ``passes`` column.
+    csv_name : str
+        File name of the recorded table.
+    argv : list of str, optional
+        Command-line arguments (default: ``sys.argv[1:]``).
+    doc : str, optional
+        The script's description for ``--help``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The table.
+    """
+    import argparse
+    import time
+    from pathlib import Path
+
+    from dpreg.studies import get_study
+    from dpreg.studies.runner import run_replicates
+
+    parser = argparse.ArgumentParser(description=doc)
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", default="validation/results")
+    parser.add_argument("--cache", default="studies_out/cache")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    raw = run_replicates(get_study(name), reps=args.reps, n_jobs=args.jobs,
+                         cache_dir=args.cache, progress=True)
+    out_table = table(raw)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    out_table.to_csv(out / csv_name, index=False, float_format="%.4f")
+    minutes = (time.perf_counter() - start) / 60
+    with pd.option_context("display.width", 250, "display.max_rows", 1000,
+                           "display.max_columns", 50):
+        print(out_table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    print(f"\n{len(out_table)} rows; {minutes:.1f} min, {args.reps} replications per cell; "
+          f"{int(out_table['passes'].sum())} of {len(out_table)} pass")
+    return out_table
