@@ -132,9 +132,11 @@ def cmd_fit(args) -> int:
     options = dict(random_state=args.seed, engine=args.engine, progress=args.progress,
                    strict=args.strict)
     for name in ("cov_type", "sampling", "batch_size", "steps", "clip", "lr", "x_bound",
-                 "ranges"):
+                 "ranges", "groups", "max_group_size", "absorb"):
         if getattr(args, name) is not None:
             options[name] = getattr(args, name)
+    if args.robust:
+        options["robust"] = True
     # Warnings are about the command's inputs: report them as the command's, not as
     # lines of dpreg's source.
     with warnings.catch_warnings(record=True) as caught:
@@ -238,6 +240,17 @@ def main(argv=None) -> int:
                           "learn tight clipping ranges inside the declared bounds "
                           "(central engines); 'declared': the declared bounds; default "
                           "'auto': private wherever it applies")
+    fit.add_argument("--groups", metavar="COLUMN",
+                     help="clusters as the privacy unit: the column of cluster labels "
+                          "(SSP, the linear default, and DP-SGD); needs --max-group-size")
+    fit.add_argument("--max-group-size", dest="max_group_size", type=int, metavar="K",
+                     help="public bound on a cluster's rows (each keeps its first K)")
+    fit.add_argument("--absorb", metavar="COLUMN",
+                     help="SSP: absorb the fixed effects of a categorical column (its "
+                          "levels declared in --levels)")
+    fit.add_argument("--robust", action="store_true",
+                     help="SSP: release the meat of the sandwich (heteroskedasticity- or, "
+                          "with --groups, cluster-robust intervals)")
     fit.add_argument("--progress", action="store_true")
     fit.add_argument("--strict", action="store_true",
                      help="refuse (exit with an error) where a bound, category or other "

@@ -227,3 +227,29 @@ def test_fit_help_lists_every_engine_and_interval_method_of_the_registry(capsys)
         assert name in out
         for method in engine.cov_types:
             assert method in out, method
+
+
+def test_fit_with_clusters_and_absorbed_effects(tmp_path, capsys):
+    # the options of clustered and fixed-effects analyses reach the fit: SSP's cluster
+    # sandwich for OLS, DP-SGD batches of clusters for a logit, absorbed state effects
+    rng = np.random.default_rng(0)
+    school = np.repeat(np.arange(300), 5)
+    data = pd.DataFrame({"school": school, "x": rng.uniform(-1, 1, school.size),
+                         "state": rng.choice(["a", "b", "c"], school.size)})
+    data["y"] = (data.x + rng.normal(0, 1, 300)[school] + rng.normal(0, 1, school.size)).clip(-5, 5)
+    data["b"] = (data.y > 0).astype(float)
+    path = tmp_path / "schools.csv"
+    data.to_csv(path, index=False)
+    common = ["--data", str(path), "--mu", "5", "--seed", "1", "--bounds", "y=-5:5",
+              "x=-1:1", "b=0:1"]
+    assert main(["fit", "y ~ x", *common, "--groups", "school", "--max-group-size", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "replace-one cluster (at most 5 rows)" in out and "Cluster-robust (SSP)" in out
+    assert main(["fit", "b ~ x", "--family", "logit", *common, "--groups", "school",
+                 "--max-group-size", "5", "--steps", "20000"]) == 0
+    out = capsys.readouterr().out
+    assert "DP-SGD" in out and "a batch samples" in out
+    assert main(["fit", "y ~ x", *common, "--engine", "ssp", "--absorb", "state",
+                 "--levels", "state=a,b,c", "--robust", "--cov-type", "sandwich"]) == 0
+    out = capsys.readouterr().out
+    assert "Absorbed fixed effects: 'state'" in out and "C(state)" not in out

@@ -12,8 +12,11 @@ Finished chunks are cached, so an interrupted run resumes.
 
 from __future__ import annotations
 
+import argparse
+
 from dpreg.studies.clusters import clusters_table
-from dpreg.studies.unwarned import record_study
+from dpreg.studies.unwarned import record_study, study_options
 
 if __name__ == "__main__":
-    record_study("clusters", clusters_table, "clusters.csv", doc=__doc__)
+    parser = study_options(argparse.ArgumentParser(description=__doc__))
+    record_study("clusters", clusters_table, "clusters.csv", parser.parse_args())

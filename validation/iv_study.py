@@ -14,8 +14,11 @@ interrupted run resumes.
 
 from __future__ import annotations
 
+import argparse
+
 from dpreg.studies.iv import iv_table
-from dpreg.studies.unwarned import record_study
+from dpreg.studies.unwarned import record_study, study_options
 
 if __name__ == "__main__":
-    record_study("iv", iv_table, "iv-study.csv", doc=__doc__)
+    parser = study_options(argparse.ArgumentParser(description=__doc__))
+    record_study("iv", iv_table, "iv-study.csv", parser.parse_args())

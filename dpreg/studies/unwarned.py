@@ -21,7 +21,7 @@ import pandas as pd
 from dpreg.exceptions import OptionError
 
 __all__ = ["NONPRIVATE", "WARNED_ENOUGH", "passes", "unwarned_table", "draw_unwarned",
-           "record_study"]
+           "study_options", "record_study"]
 
 #: The ``method`` label of the non-private interval's rows.
 NONPRIVATE = "nonprivate"
@@ -207,11 +207,30 @@ def draw_unwarned(summary: pd.DataFrame, path=None, *, factors, coef: str | None
     return fig
 
 
-def record_study(name: str, table, csv_name: str, argv=None, doc: str | None = None):
-    """Command line of a study judged by its unwarned fits: run the study ``name`` (its
-    cached chunks are reused), write ``table(raw)`` to ``OUT/csv_name`` and print it with
-    the run's time and how many rows pass. Options: ``--reps`` (200), ``--jobs`` (1),
-    ``--out`` (``validation/results``), ``--cache`` (``studies_out/cache``).
+def study_options(parser):
+    """Add the options of a study's command line to an ``argparse`` parser: ``--reps``
+    (200), ``--jobs`` (1), ``--out`` (``validation/results``), ``--cache``
+    (``studies_out/cache``).
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        ``parser``.
+    """
+    parser.add_argument("--reps", type=int, default=200)
+    parser.add_argument("--jobs", type=int, default=1)
+    parser.add_argument("--out", default="validation/results")
+    parser.add_argument("--cache", default="studies_out/cache")
+    return parser
+
+
+def record_study(name: str, table, csv_name: str, args):
+    """Run the study ``name`` (its cached chunks are reused), write ``table(raw)`` to
+    ``args.out/csv_name`` and print it with the run's time and how many rows pass.
 
     Parameters
     ----------
@@ -221,29 +240,20 @@ def record_study(name: str, table, csv_name: str, argv=None, doc: str | None = N
         ``table(raw) -> DataFrame`` with a ``passes`` column.
     csv_name : str
         File name of the recorded table.
-    argv : list of str, optional
-        Command-line arguments (default: ``sys.argv[1:]``).
-    doc : str, optional
-        The script's description for ``--help``.
+    args : argparse.Namespace
+        The options of :func:`study_options`.
 
     Returns
     -------
     pandas.DataFrame
         The table.
     """
-    import argparse
     import time
     from pathlib import Path
 
     from dpreg.studies import get_study
     from dpreg.studies.runner import run_replicates
 
-    parser = argparse.ArgumentParser(description=doc)
-    parser.add_argument("--reps", type=int, default=200)
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--out", default="validation/results")
-    parser.add_argument("--cache", default="studies_out/cache")
-    args = parser.parse_args(argv)
     start = time.perf_counter()
     raw = run_replicates(get_study(name), reps=args.reps, n_jobs=args.jobs,
                          cache_dir=args.cache, progress=True)
