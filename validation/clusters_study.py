@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 
+from dpreg.studies import get_study
 from dpreg.studies.clusters import clusters_table
 from dpreg.studies.unwarned import record_study, study_options
 
 if __name__ == "__main__":
     parser = study_options(argparse.ArgumentParser(description=__doc__))
-    record_study("clusters", clusters_table, "clusters.csv", parser.parse_args())
+    record_study(get_study("clusters"), clusters_table, "clusters.csv", parser.parse_args())

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import argparse
 
+from dpreg.studies import get_study
 from dpreg.studies.iv import iv_table
 from dpreg.studies.unwarned import record_study, study_options
 
 if __name__ == "__main__":
     parser = study_options(argparse.ArgumentParser(description=__doc__))
-    record_study("iv", iv_table, "iv-study.csv", parser.parse_args())
+    record_study(get_study("iv"), iv_table, "iv-study.csv", parser.parse_args())

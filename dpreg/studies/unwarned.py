@@ -228,14 +228,14 @@ def study_options(parser):
     return parser
 
 
-def record_study(name: str, table, csv_name: str, args):
-    """Run the study ``name`` (its cached chunks are reused), write ``table(raw)`` to
+def record_study(study, table, csv_name: str, args):
+    """Run ``study`` (its cached chunks are reused), write ``table(raw)`` to
     ``args.out/csv_name`` and print it with the run's time and how many rows pass.
 
     Parameters
     ----------
-    name : str
-        A registered study.
+    study : dpreg.studies.Study
+        The study (:func:`dpreg.studies.get_study`).
     table : callable
         ``table(raw) -> DataFrame`` with a ``passes`` column.
     csv_name : str
@@ -251,11 +251,10 @@ def record_study(name: str, table, csv_name: str, args):
     import time
     from pathlib import Path
 
-    from dpreg.studies import get_study
     from dpreg.studies.runner import run_replicates
 
     start = time.perf_counter()
-    raw = run_replicates(get_study(name), reps=args.reps, n_jobs=args.jobs,
+    raw = run_replicates(study, reps=args.reps, n_jobs=args.jobs,
                          cache_dir=args.cache, progress=True)
     out_table = table(raw)
     out = Path(args.out)
