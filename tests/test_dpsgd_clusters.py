@@ -5,6 +5,7 @@ coverage, and bad options."""
 
 import dataclasses
 import math
+import re
 import warnings
 
 import numpy as np
@@ -108,8 +109,10 @@ def test_nearly_noise_free_limit_is_statsmodels_cluster_robust(seed):
 
 def test_the_cluster_sandwich_at_ols_is_statsmodels_cr1_exactly(seed):
     # the plug-in's formula without its noise: A and the cluster meat S as the fit
-    # computes them (its own functions, engine coordinates), at statsmodels' OLS
-    # estimate, give V = CR1 A^-1 S A^-1 / n equal to statsmodels' cluster covariance
+    # computes them (its own functions, engine coordinates, divided by the public G K,
+    # not n), at statsmodels' OLS estimate, give V = CR1 A^-1 S A^-1 / (G K) equal to
+    # statsmodels' cluster covariance (CR1 with the rows' n here; the fit's own factor
+    # uses G K, checked below)
     from dpreg.fits.dpsgd import DPSGDOptions, clustered
     from dpreg.inference.plugin import path_variance
 
@@ -128,9 +131,12 @@ def test_the_cluster_sandwich_at_ols_is_statsmodels_cr1_exactly(seed):
     A = problem.matrix_statistic("A", Z, pub, theta)
     S = problem.matrix_statistic("S", Z, pub, theta)
     n, p = Z.shape
+    count = problem.public_count()
+    assert count == n_groups * 20 > n  # unequal clusters: the public count is not n
     V, _ = path_variance(A, S, 0.0, 1.0)
     cr1 = n_groups / (n_groups - 1) * (n - 1) / (n - p)
-    np.testing.assert_allclose(cr1 * cond.covariance(V) / n, ref.cov_params(), rtol=1e-8)
+    np.testing.assert_allclose(cr1 * cond.covariance(V) / count, ref.cov_params(),
+                               rtol=1e-8)
 
 
 # ------------------------------------------------------------------ the ledger
@@ -143,12 +149,41 @@ def test_ledger_counts_clusters_and_meets_the_request():
     assert path.adjacency == "replace-one cluster (at most 20 rows)"
     assert (path.population, path.sample_size, path.sampling) == (120, 3, "uniform")
     assert path.sensitivity == pytest.approx(2 * k * clip)
-    n = res.nobs
-    assert n == len(data)  # no cluster has more than 20 rows: none truncated
-    assert events["score covariance S"].sensitivity == pytest.approx(2 * (k * clip) ** 2 / n)
+    count = 120 * k  # the public G K, not the rows n: cluster sizes are protected
+    assert events["score covariance S"].sensitivity == pytest.approx(
+        2 * (k * clip) ** 2 / count)
     assert res.ledger.total_mu == pytest.approx(2.0, rel=1e-6)
+    assert res.nobs is None and res.n_dropped is None and res.df_resid == 119
     text = res.summary().as_text()
     assert "Privacy unit: a cluster of 'school'" in text and "G = 120" in text
+    assert re.search(r"No. Observations: +not released", text)
+
+
+@pytest.mark.parametrize("engine", ["dpsgd", "ssp"])
+def test_a_clusters_size_changes_nothing_public(engine):
+    # neighbours under the cluster adjacency may differ in one cluster's size: every
+    # public output (ledger, settings, counts, the notes' text) must then be the same,
+    # so nothing the fit reports is a function of the rows' count n
+    data = make_clusters(6, n_groups=60, lo=5, hi=20)
+    first = data["school"].iloc[0]
+    smaller = data[(data["school"] != first) | (data.groupby("school").cumcount() < 2)]
+    assert len(smaller) < len(data)
+    kw = {"engine": engine, "mu": 2.0}
+    a, b = fit(data, **kw), fit(smaller, **kw)
+    assert [(e.name, e.sensitivity, e.noise_std) for e in a.ledger.events] == \
+        [(e.name, e.sensitivity, e.noise_std) for e in b.ledger.events]
+    assert a.ledger.delta == b.ledger.delta
+    private = {"lambda_min(G~+) (private)", "2 s_G sqrt(p) / lambda_min",  # noisy
+               "eigenvalues floored", "sigma~^2 at its floor"}
+    assert {k: v for k, v in a.settings.items() if k not in private} == \
+        {k: v for k, v in b.settings.items() if k not in private}
+    assert (a.nobs, a.n_dropped, a.df_resid) == (b.nobs, b.n_dropped, b.df_resid) \
+        == (None, None, 59)
+    digits = re.compile(r"-?\d[\d.e+-]*")
+    assert [digits.sub("#", t) for t in a.notes] == [digits.sub("#", t) for t in b.notes]
+    assert [t for t in a.notes if "CR1" in t or "Privacy unit" in t] == \
+        [t for t in b.notes if "CR1" in t or "Privacy unit" in t]
+    assert str(len(data)) not in a.summary().as_text()
 
 
 def test_clusters_keep_their_first_rows():
@@ -157,7 +192,7 @@ def test_clusters_keep_their_first_rows():
     data = make_clusters(5, n_groups=50, lo=5, hi=30)
     res = fit(data, max_group_size=10, mu=2.0)
     kept = data.groupby("school").cumcount() < 10
-    assert res.nobs == int(kept.sum()) < len(data)
+    assert int(kept.sum()) < len(data)
     first = fit(data[kept.to_numpy()], max_group_size=10, mu=2.0)
     assert np.array_equal(res.params, first.params)
     last = fit(data[(data.groupby("school").cumcount(ascending=False) < 10).to_numpy()],

@@ -48,6 +48,13 @@ def fit(data, **kw):
         return dpreg.dp_ols(FORMULA, data, **opts)
 
 
+def cr1_rescale(n: int, p: int, count: int) -> float:
+    """statsmodels' CR1 standard errors count the rows ``n`` in ``(n-1)/(n-p)``; the fit
+    counts their public bound ``G K`` (cluster sizes are protected): the ratio of the two
+    standard errors."""
+    return math.sqrt((count - 1) / (count - p) * (n - p) / (n - 1))
+
+
 # ------------------------------------------------------------------ non-private limit
 def test_noise_off_matches_statsmodels_cluster(seed):
     # mu = 1e12 (noise ~1e-12 of the sums), bounds that clip nothing, K = 20 >= the
@@ -59,14 +66,16 @@ def test_noise_off_matches_statsmodels_cluster(seed):
     # 1e-8 (issue 29): the noise at mu = 1e12 moves the params by ~1e-11 and the cluster
     # standard errors by ~1e-9 relative
     np.testing.assert_allclose(res.params, ols.params, rtol=1e-8)
-    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-8)
+    rescale = cr1_rescale(len(data), len(ols.params), 20 * data["school"].nunique())
+    np.testing.assert_allclose(res.bse, ols.bse * rescale, rtol=1e-8)
     n_groups = data["school"].nunique()
     assert res.settings["clusters G (public)"] == n_groups
     # the t(G-1) reference law: the interval's half-width is t_{G-1} * bse
     from scipy import stats
     ci = res.conf_int()
     half = (ci.iloc[:, 1] - ci.iloc[:, 0]).to_numpy() / 2
-    np.testing.assert_allclose(half, stats.t.isf(0.025, n_groups - 1) * ols.bse, rtol=1e-8)
+    np.testing.assert_allclose(half, stats.t.isf(0.025, n_groups - 1) * ols.bse * rescale,
+                               rtol=1e-8)
 
 
 def test_truncation_keeps_first_rows_in_data_order():
@@ -79,8 +88,11 @@ def test_truncation_keeps_first_rows_in_data_order():
     kept = data.groupby("school", sort=False).head(8)
     ols = smf.ols(FORMULA, kept).fit(cov_type="cluster", cov_kwds={"groups": kept["school"]})
     np.testing.assert_allclose(res.params, ols.params, rtol=1e-8)
-    np.testing.assert_allclose(res.bse, ols.bse, rtol=1e-8)
-    assert res.nobs == len(kept)
+    # CR1's (n-1)/(n-p) counts the public G K rows, not the kept n (sizes are protected)
+    rescale = cr1_rescale(len(kept), len(ols.params), 60 * 8)
+    assert rescale < 1 - 1e-4  # the two factors differ, visibly
+    np.testing.assert_allclose(res.bse, ols.bse * rescale, rtol=1e-8)
+    assert res.nobs is None and res.n_dropped is None and res.df_resid == 59
 
 
 # ------------------------------------------------------------------ ledger
@@ -234,5 +246,9 @@ def test_clusters_default_to_the_cluster_robust_interval(seed):
                            max_group_size=20, mu=2.0, random_state=1)
     assert res.cov_type == "cluster"
     assert any("meat" in e.name for e in res.ledger.events)
-    plugin = fit(data, mu=2.0, robust=False, cov_type="plugin")
-    assert plugin.cov_type == "plugin"  # asked for: independent rows, the user's choice
+    assert "plugin" not in res.inferences  # sigma~^2 would divide by the protected n
+    # the plug-in of independent rows needs n, which protected cluster sizes keep private
+    for kw in ({"robust": False, "cov_type": "plugin"}, {"cov_type": "plugin"},
+               {"robust": False, "cov_type": "pboot"}):
+        with pytest.raises(OptionError, match="protected cluster sizes"):
+            fit(data, mu=2.0, **kw)

@@ -92,7 +92,7 @@ def _runs(name, fit, reference, mus, seeds, n_groups) -> list[dict]:
             ratios.append(r)
         ok = ~np.array(warned)
         rows.append(dict(analysis=name, engine=res.engine, mu=mu, G=n_groups,
-                         n=res.nobs, fits=seeds, unwarned=ok.mean(),
+                         n=int(reference.nobs), fits=seeds, unwarned=ok.mean(),
             contains_unwarned=np.mean(np.array(contains)[ok]) if ok.any() else np.nan,
             length_unwarned=np.mean(np.array(ratios)[ok]) if ok.any() else np.nan,
             contains_all=np.mean(contains), length_all=np.mean(ratios)))

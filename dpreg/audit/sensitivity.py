@@ -93,16 +93,19 @@ def corner_rows(data: pd.DataFrame, bounds: Mapping[str, Any],
 
 
 def _neighbour(data: pd.DataFrame, row: Mapping[str, Any], position: int,
-               groups: str | None = None) -> pd.DataFrame:
+               groups: str | None = None, size: int | None = None) -> pd.DataFrame:
     """``data`` with the row at ``position`` replaced by ``row``; with ``groups`` (the
-    cluster column), every row of that row's cluster (replace-one cluster, the same
-    number of rows: ``n`` is public)."""
+    cluster column), every row of that row's cluster (replace-one cluster), and with
+    ``size`` only the first ``size`` of them kept (a cluster's size is protected: the
+    neighbour may be smaller)."""
     out = data.copy()
     where = [out.index[position]] if groups is None else \
         out.index[out[groups] == out[groups].iloc[position]]
     for col, value in row.items():
         out[col] = out[col].astype(object) if out[col].dtype == object else out[col]
         out.loc[where, col] = value
+    if size is not None:
+        out = out.drop(index=where[size:])
     return out
 
 
@@ -229,8 +232,11 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     n = len(data)
     removed = model_of(data.drop(index=data.index[position])) if factor == 1.0 else None
     worst = dict.fromkeys(ledger, 0.0)
-    for row in corner_rows(data, bounds, levels, limit):
-        other = model_of(_neighbour(data, row, position, groups))
+    corners = [(row, None) for row in corner_rows(data, bounds, levels, limit)]
+    if groups is not None:  # and the cluster replaced by one row: sizes are protected
+        corners += [(row, 1) for row, _ in corners]
+    for row, size in corners:
+        other = model_of(_neighbour(data, row, position, groups, size))
         # adversarial parameters too: ones that fit the replaced row and the
         # replacement exactly (the Hessian weight of a robust loss is largest there)
         local = thetas + [_fitting(m.problem, cond, position) for m in (base, other)]

@@ -49,18 +49,18 @@ class SGDSettings:
     noise_scale: float
     noise_multiplier: float
     precond: np.ndarray | None = None
-    #: Rows per sampled unit, public: 1 for rows; ``n / G`` with clusters as the privacy
-    #: unit (a batch of ``m`` clusters holds about ``m n / G`` rows).
+    #: Rows per sampled unit, public: 1 for rows; the bound ``K`` with clusters as the
+    #: privacy unit (their sizes are protected, so the public count of rows is ``G K``).
     rows_per_unit: float = 1.0
 
     def denominator(self) -> float:
         """The public normalizer of the gradient sum: ``m``, or ``q n`` (= m) for Poisson;
-        ``m n / G`` with clusters (the gradient is then a mean over rows too)."""
+        ``m K`` with clusters (the gradient is then a sum over rows divided by ``m K``)."""
         return float(self.batch_size) * self.rows_per_unit
 
     def epochs(self, n: int) -> float:
         """``E = T m / n``: passes over the data, the random-scaling normalizer (``T m /
-        G`` with clusters)."""
+        G`` with clusters, ``n = G K`` there)."""
         return self.steps * self.denominator() / n
 
 

@@ -68,10 +68,6 @@ class Public:
     steps: int
     seed: Any
     reasons: tuple[str, ...]
-    #: Rows whose curvature a batch's mean gradient averages, for the step size: the
-    #: batch size, or ``m n / (G K)`` with clusters as the unit (one cluster of at most
-    #: ``K`` rows weighs like ``K`` rows in a batch of about ``m n / G``).
-    curvature_batch: float = 0.0
 
 
 def leak(message: str, strict: bool) -> None:
@@ -115,10 +111,28 @@ class Problem:
     #: ``(column, n_levels, positions)`` of absorbed fixed effects (``absorb=``, SSP
     #: only), else ``None``.
     absorbed: Any = None
+    #: With clusters: the public bound ``K`` on a cluster's rows, set once each cluster
+    #: is cut to its first ``K`` (:func:`dpreg.fits.dpsgd.clustered`), else ``None``.
+    max_group_size: int | None = None
 
     @property
     def exog_names(self) -> list[str]:
         return list(self.design.exog_names)
+
+    def public_count(self) -> int:
+        """The public number the central matrices (and DP-SGD's mean gradient) divide
+        their sums by: the rows ``n``, or with clusters ``G K`` (``G`` clusters, public,
+        of at most ``K`` rows). A cluster's size, and so ``n``, is then protected: a
+        neighbour may replace a cluster by one of another size. Every quantity the
+        plug-in combines is divided by the same count, so its sandwich does not depend on
+        which count it is."""
+        if self.groups is None:
+            return self.design.nobs
+        if self.max_group_size is None:
+            raise ValueError("cut the clusters to their first max_group_size rows first")
+        codes = np.asarray(self.groups)
+        n_groups = int(codes.max()) + 1 if codes.size else 0
+        return n_groups * int(self.max_group_size)
 
     def keep_rows(self, keep: np.ndarray) -> "Problem":
         """The problem on the design rows ``keep`` (a boolean mask): with clusters as the
@@ -183,7 +197,9 @@ class Problem:
 
         With clusters of at most ``K = max_group_size`` rows as the unit, a cluster's
         term is at most ``K`` rows' for ``G`` and ``A``, and ``(K clip)^2`` for the
-        cluster meat ``S`` (the outer product of a sum of ``K`` clipped gradients).
+        cluster meat ``S`` (the outer product of a sum of ``K`` clipped gradients), and
+        ``n`` is the public ``G K`` (:meth:`public_count`): a cluster of ``k_1`` rows
+        replaced by one of ``k_2 <= K`` moves the sum by at most ``(k_1 + k_2) B``.
         """
         k = int(max_group_size)
         per_unit = {"G": k * pub.row_sq_bound,
@@ -199,14 +215,18 @@ class Problem:
         sensitivity assumes; ``theta`` (engine coordinates) for ``"A"`` and ``"S"``."""
         obj, y = self.objective, self.design.endog
         if which == "G":
-            return second_moment_matrix(Z, obj.weights, pub.x_bound, pub.row_sq_bound)
-        if which == "A":
-            return hessian_matrix(Z, y, theta, obj, pub.x_bound, pub.clip, pub.row_sq_bound)
-        if which == "S" and self.groups is not None:
-            return cluster_score_matrix(Z, y, theta, obj, pub.clip, self.groups)
-        if which == "S":
-            return score_matrix(Z, y, theta, obj, pub.clip)
-        raise ValueError(f"unknown matrix release {which!r}")
+            mean = second_moment_matrix(Z, obj.weights, pub.x_bound, pub.row_sq_bound)
+        elif which == "A":
+            mean = hessian_matrix(Z, y, theta, obj, pub.x_bound, pub.clip, pub.row_sq_bound)
+        elif which == "S" and self.groups is not None:
+            mean = cluster_score_matrix(Z, y, theta, obj, pub.clip, self.groups)
+        elif which == "S":
+            mean = score_matrix(Z, y, theta, obj, pub.clip)
+        else:
+            raise ValueError(f"unknown matrix release {which!r}")
+        if self.groups is None:
+            return mean
+        return mean * (Z.shape[0] / self.public_count())  # the sum over G K, not n
 
     def check_privacy(self, strict: bool) -> None:
         """Refuse data-derived constants in the design; warn about data-derived names."""
@@ -267,8 +287,6 @@ class Problem:
             raise OptionError(f"batch_size = {batch_size_given} exceeds the number of "
                               f"{what} = {units}")
         batch_size, t_def = default_schedule(units, batch_size_given)
-        curvature_batch = float(batch_size) if clusters is None else \
-            batch_size * n / (clusters[0] * clusters[1])
         steps = getattr(opts, "steps", None) or t_def
         lr_given = getattr(opts, "lr", None)
         if lr_given is not None:
@@ -279,19 +297,19 @@ class Problem:
             # The curvature of a mean gradient over m conditioned rows: the population
             # part lambda_max(E w h z z') is about 1 on [-1, 1] covariates (at most
             # row_sq), the sampling part at most row_sq / m (one row's curvature over m;
-            # with clusters, one cluster's, K rows', over the m n / G rows of a batch).
-            kappa = obj.hess_bound * (1.0 + row_sq / curvature_batch)
+            # with clusters, one cluster's, K rows', over the batch's public m K: the
+            # gradient is then a sum over its rows divided by m K).
+            kappa = obj.hess_bound * (1.0 + row_sq / batch_size)
             lr = obj.family.lr_scale / kappa
-            m_text = "m" if clusters is None else "(m n / (G K))"
             reasons.append(f"lr = {lr:.4g} = {obj.family.lr_scale:g} / kappa, kappa = "
-                           f"hess_bound * (1 + row_sq / {m_text}) = {kappa:.4g}: the "
+                           f"hess_bound * (1 + row_sq / m) = {kappa:.4g}: the "
                            "curvature of a batch's mean gradient on the conditioned "
                            "covariates.")
         seed = opts.random_state  # int, SeedSequence, Generator or None: never stored
         return Public(x_bound=None if x_bound is None else float(x_bound),
                       row_sq_bound=float(row_sq), clip=float(clip), lr=float(lr),
                       batch_size=int(batch_size), steps=int(steps), seed=seed,
-                      reasons=tuple(reasons), curvature_batch=float(curvature_batch))
+                      reasons=tuple(reasons))
 
     def start(self, start_params) -> np.ndarray:
         """The public starting point: ``start_params``, or zeros with the intercept at
@@ -339,7 +357,7 @@ class Problem:
             lr = lr_given
             why = f"lr = {lr:g} given; the gradient is preconditioned by P = G^-1."
         else:
-            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.curvature_batch))
+            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.batch_size))
             why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / m)): "
                    "the gradient is preconditioned by P = G^-1, G a private second-moment "
                    f"matrix of the conditioned rows ({moved} eigenvalue(s) floored).")
@@ -493,6 +511,11 @@ class FitRecord:
         Non-private counts asked for with ``diagnostics=True``.
     nobs, n_dropped : int, optional
         Rows used and dropped (default: the design's).
+    n_groups : int, optional
+        ``G`` when clusters are the privacy unit: their sizes, and so the rows used and
+        dropped, are then protected and not reported (``nobs`` and ``n_dropped`` are
+        ``None`` on the results), and ``df_resid`` is ``G - 1``, the degrees of freedom
+        of cluster-robust tests (statsmodels' ``cov_type="cluster"``).
     names : tuple of str, optional
         The names of the reported coefficients when they are not all the design's
         (absorbed fixed effects); ``params`` and the inferences are then theirs, and the
@@ -519,6 +542,7 @@ class FitRecord:
     n_dropped: int | None = None
     names: tuple[str, ...] | None = None
     df_resid: int | None = None
+    n_groups: int | None = None
 
 
 def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
@@ -545,14 +569,17 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
     if record.checked:
         extras["convergence"] = report
     names = design.exog_names if record.names is None else record.names
+    nobs = design.nobs if record.nobs is None else record.nobs
+    n_dropped = design.n_dropped if record.n_dropped is None else record.n_dropped
+    df_resid = record.df_resid
+    if record.n_groups is not None:  # cluster sizes are protected
+        nobs, n_dropped, df_resid = None, None, record.n_groups - 1
     return DPRegressionResults(
         params=record.params, names=names, endog_name=design.endog_name,
-        inferences=record.inferences, cov_type=record.cov_type,
-        nobs=design.nobs if record.nobs is None else record.nobs,
+        inferences=record.inferences, cov_type=record.cov_type, nobs=nobs,
         df_model=design.df_model, private=True, family_label=problem.objective.label(),
-        engine=record.engine, settings=settings,
-        n_dropped=design.n_dropped if record.n_dropped is None else record.n_dropped,
+        engine=record.engine, settings=settings, n_dropped=n_dropped,
         formula=design.formula, ledger=record.ledger, cov_matrix=record.cov_matrix,
         design_info=design.design_info if record.names is None else None,
-        trajectory=record.trajectory, notes=notes, extras=extras, df_resid=record.df_resid)
+        trajectory=record.trajectory, notes=notes, extras=extras, df_resid=df_resid)
 

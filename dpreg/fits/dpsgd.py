@@ -120,12 +120,14 @@ class DPSGDOptions(PathOptions):
 
 def clustered(problem: Problem, opts: DPSGDOptions) -> tuple[Problem, int, int]:
     """With clusters as the privacy unit (``groups=``): the problem on each cluster's
-    first ``max_group_size`` rows in the data's order, the number of clusters ``G`` and
-    the bound ``K``; otherwise the problem with ``(n, 1)`` (a row is the unit)."""
+    first ``max_group_size`` rows in the data's order (its public count ``G K``:
+    :meth:`Problem.public_count`), the number of clusters ``G`` and the bound ``K``;
+    otherwise the problem with ``(n, 1)`` (a row is the unit)."""
     if problem.groups is None:
         return problem, problem.design.nobs, 1
     k = int(opts.max_group_size)
-    kept = problem.keep_rows(first_rows(problem.groups, k))
+    kept = dataclasses.replace(problem.keep_rows(first_rows(problem.groups, k)),
+                               max_group_size=k)
     n_groups = int(np.max(kept.groups)) + 1 if kept.design.nobs else 0
     return kept, n_groups, k
 
@@ -134,9 +136,10 @@ def _plan(problem: Problem, opts: DPSGDOptions):
     """The public plan of a fit: its coordinates, public settings, budget split,
     adjacency, and the builder of its mechanisms (from public quantities only). With
     clusters the sampling units are the ``G`` clusters, a step's sum moves by at most
-    ``K clip`` when one cluster is replaced, and the matrices by a cluster's term."""
+    ``K clip`` when one cluster is replaced, and the matrices by a cluster's term over
+    the public ``G K`` (the clusters' sizes are protected)."""
     problem, units, k = clustered(problem, opts)
-    n = problem.design.nobs
+    n = problem.public_count()
     cond = problem.coordinates(opts.condition)
     pub = problem.public_settings(opts, cond,
                                   clusters=None if problem.groups is None else (units, k))
@@ -217,17 +220,17 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     given_problem = problem
     problem, units, cond, pub, split, adjacency, build = _plan(problem, opts)
     design = problem.design
-    n = design.nobs
+    n = problem.public_count()  # G K with clusters: their sizes are protected
     if problem.groups is not None:
         if units < 2:
             raise OptionError(f"groups= gives G = {units} cluster(s): cluster-robust "
                               "inference needs at least 2 (its t law has G - 1 degrees "
                               "of freedom)")
-        check_public_size(design)  # the kept rows (public, as G is)
-    unit_text = "" if problem.groups is None else f"G = {units} clusters, "
+        check_public_size(design)  # enough kept rows for the coefficients
+    size_text = f"n = {n}" if problem.groups is None else f"G = {units} clusters"
     events, ledger = calibrate_and_record(
-        request, build, n,
-        f"n = {n}, {unit_text}batch_size = {pub.batch_size}, steps = {pub.steps}",
+        request, build, units,
+        f"{size_text}, batch_size = {pub.batch_size}, steps = {pub.steps}",
         prior=problem.prior)
     by_name = {e.name: e for e in events}
     path = by_name[PATH]
@@ -244,7 +247,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                            steps=pub.steps, clip=pub.clip, lr=pub.lr,
                            lr_decay=float(opts.lr_decay), noise_scale=0.0,
                            noise_multiplier=path.noise_multiplier, precond=precond,
-                           rows_per_unit=n / units if units else 1.0)
+                           rows_per_unit=n / units if units else 1.0)  # 1 or K
     # sigma_1: the noise on the sum over the batch, divided like the sum
     settings = dataclasses.replace(settings,
                                    noise_scale=path.noise_std / settings.denominator())
@@ -266,8 +269,9 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                      inferences["plugin"].scale)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     if problem.groups is not None:
-        notes += (cluster_note(opts.groups, opts.max_group_size, units, n,
-                               f"a batch samples {pub.batch_size} of the G clusters"),)
+        notes += (cluster_note(opts.groups, opts.max_group_size, units,
+                               f"a batch samples {pub.batch_size} of the G clusters and "
+                               "divides its sum by the public m K"),)
     cov_type = opts.cov_type
     if "cov_type" not in given and report is not None and report.floor_decided \
             and not report.unconverged:
@@ -306,7 +310,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                     "average": cond.params(out.trajectory_avg),
                     "iterate": cond.params(out.trajectory_iter)},
         checked=True, report=report, diagnostics=diagnostics,
-        nobs=None if problem.groups is None else n))
+        n_groups=None if problem.groups is None else units))
 
 
 def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
@@ -317,11 +321,13 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     ``V``, ``W`` and ``Q`` are mapped to the user's coordinates exactly.
 
     With ``n_groups`` clusters of at most ``max_group_size`` rows as the unit, ``S`` is
-    the cluster meat, so ``V = A^-1 S A^-1`` is the cluster-robust sandwich; a batch of
-    ``m`` clusters holds about ``m n / G`` rows, which is the ``m`` of ``W`` and of the
-    random-scaling correction (:meth:`SGDSettings.denominator`)."""
-    n = problem.design.nobs
-    m = settings.denominator()  # rows per batch: m, or m n / G with clusters
+    the cluster meat, so ``V = A^-1 S A^-1`` is the cluster-robust sandwich. Every part
+    is divided by the public count ``N = G K`` (the matrices' sums, ``m K`` for a
+    batch's gradient: :meth:`SGDSettings.denominator`), and ``V / N`` does not depend on
+    it: ``A`` and ``S`` scale by ``n / N``, so ``A^-1 S A^-1 / N = (A_n^-1 S_n A_n^-1) /
+    n``."""
+    n = problem.public_count()  # n, or G K with clusters
+    m = settings.denominator()  # m, or m K with clusters
     epochs = settings.epochs(n)
     Q = cond.covariance(out.rs_q)
     if HESSIAN not in events:
@@ -341,7 +347,9 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     law, cr1 = None, 1.0
     if n_groups is not None:
         # CR1, as statsmodels' and Stata's cluster-robust errors: the sampling variance
-        # V times G/(G-1) (n-1)/(n-p) (not the path's W), and t(G-1) intervals
+        # V times G/(G-1) (N-1)/(N-p) (not the path's W), and t(G-1) intervals; the
+        # public N = G K for the rows n, which are protected (a factor closer to 1 by
+        # less than (p-1)/n)
         p = S.shape[0]
         cr1 = (n_groups / (n_groups - 1)) * (n - 1) / max(n - p, 1)
         law = StudentLaw(n_groups - 1)
@@ -373,8 +381,9 @@ def _inference(problem: Problem, out, Z: np.ndarray, settings: SGDSettings,
     if n_groups is not None:
         note = (note + " " if note else "") + (
             f"Cluster-robust plug-in: t({n_groups - 1}) intervals from the sandwich with the "
-            f"private cluster meat and the CR1 factor G/(G-1) (n-1)/(n-p) = {cr1:.4g} on "
-            f"its sampling part (G = {n_groups} clusters, public).")
+            f"private cluster meat and the CR1 factor G/(G-1) (N-1)/(N-p) = {cr1:.4g} on "
+            f"its sampling part (G = {n_groups} clusters, public; N = G K, the rows' public "
+            "bound).")
     plugin, cov = plugin_inference(V, W, n, settings.steps, note, cov_replicates=replicates,
                                    law=law)
     rs = rs_inference(Q, epochs, V=V, W=W, n=n, steps=settings.steps, batch_size=m)

@@ -124,17 +124,18 @@ class SSPOptions(CommonOptions):
         Clusters as the privacy unit: a column of the data (or one label per row of the
         data as given). Two data sets are then neighbours when one whole cluster is
         replaced, and every sensitivity is that of a cluster (:mod:`dpreg.engines.ssp`).
-        The number of clusters ``G`` is public, as ``n`` is. Needs ``max_group_size``.
-        The default interval is then ``cov_type="cluster"`` (with ``robust=True``: the
-        cluster meat is released); ``cov_type="plugin"`` assumes independent rows. With
-        ``robust=True`` the meat is the cluster meat and ``cov_type="cluster"``
-        (CR1, ``t(G-1)``) is offered.
+        The number of clusters ``G`` is public. Needs ``max_group_size`` and
+        ``robust=True`` (the default with ``groups``): the meat is the cluster meat, and
+        the intervals are ``cov_type="cluster"`` (CR1, ``t(G-1)``, the default) or the
+        bootstrap from it. The plug-in (``sigma~^2 G~^-1``) is not offered: it assumes
+        independent rows and needs the rows' count, which is protected.
     max_group_size : int, optional
         ``K``, the public bound on a cluster's rows: each cluster keeps its first ``K``
-        rows in the data's order (the others are not read). ``G`` and the rows used
-        ``n`` are public by assumption, so the adjacency replaces a cluster by one with
-        as many kept rows: a cluster's size is not protected. With ``robust=True`` the
-        default ``clip`` of the cluster scores is ``K x_bound (upper - lower)``.
+        rows in the data's order (the others are not read). A neighbour replaces a
+        cluster by one of any size up to ``K``, so a cluster's size is protected too:
+        the rows used are not reported, and the CR1 factor counts the public ``G K``
+        rows. The default ``clip`` of the cluster scores is ``K x_bound (upper -
+        lower)``.
     absorb : str, optional
         A categorical column of the data whose fixed effects are absorbed: its dummies
         (every declared level, with the intercept) join the design, and the results
@@ -235,9 +236,17 @@ class SSPOptions(CommonOptions):
                               "bound on their rows: give max_group_size= (each cluster "
                               "keeps its first max_group_size rows)")
         integer_at_least("max_group_size", self.max_group_size, 1)
-        if self.cov_type == "cluster" and not self.robust:
-            raise OptionError("cov_type='cluster' needs the cluster meat, a fourth release: "
-                              "pass robust=True (it takes a share of the budget)")
+        if not self.robust:
+            raise OptionError("with groups= the intervals come from the cluster meat, a "
+                              "fourth release: pass robust=True (the default with groups= "
+                              "and no cov_type; it takes a share of the budget). Without "
+                              "it the intervals would assume independent rows and need "
+                              "the rows' count, which protected cluster sizes keep private")
+        if self.cov_type == "plugin":
+            raise OptionError("with groups= the plug-in (sigma~^2 G~^-1) is not offered: it "
+                              "assumes independent rows and needs the rows' count, which "
+                              "protected cluster sizes keep private. Use "
+                              "cov_type='cluster' (the default) or 'pboot'")
         if self.cov_type == "sandwich":
             raise OptionError("with groups= the meat is summed by cluster: use "
                               "cov_type='cluster' (with robust=True), not 'sandwich'")
@@ -422,17 +431,20 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
               "homoskedastic errors (rows within the declared bounds)")
     proj = ("the projection parameter E[xx']^-1 E[xy] of the clipped distribution "
             "(independent rows; heteroskedasticity allowed)")
-    covs = {"plugin": cond.covariance(ssp_covariance(est, rel))}
-    infs = {"plugin": Inference(
-        "plugin", np.sqrt(np.diag(covs["plugin"])), NormalLaw(), True,
-        "Plug-in (SSP): normal interval, sampling variance sigma~^2 G~^-1 plus the "
-        "delta-method variance of the privacy noise; it covers " + target + ".",
-        cov=covs["plugin"])}
+    covs, infs = {}, {}
+    if n_groups is None:  # sigma~^2 needs the rows' count, protected with clusters
+        covs["plugin"] = cond.covariance(ssp_covariance(est, rel))
+        infs["plugin"] = Inference(
+            "plugin", np.sqrt(np.diag(covs["plugin"])), NormalLaw(), True,
+            "Plug-in (SSP): normal interval, sampling variance sigma~^2 G~^-1 plus the "
+            "delta-method variance of the privacy noise; it covers " + target + ".",
+            cov=covs["plugin"])
     if opts.robust and n_groups is not None:
         proj = ("the projection parameter E[xx']^-1 E[xy] of the clipped distribution "
                 "(independent clusters of at most max_group_size rows; any dependence "
                 "within a cluster)")
-        n, p = rel.nobs, rel.xty.shape[0]
+        # the public count G K for the rows n in CR1 (cluster sizes are protected)
+        n, p = n_groups * settings.max_group_size, rel.xty.shape[0]
         factor = (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
         covs["cluster"] = cond.covariance(ssp_covariance(est, rel, sandwich=True,
                                                          meat_factor=factor))
@@ -441,7 +453,8 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
             True,
             f"Cluster-robust (SSP): t({n_groups - 1}) interval, G~^-1 (c M~ + privacy term) "
             f"G~^-1 with the released cluster meat M~ and the CR1 factor c = G/(G-1) "
-            f"(n-1)/(n-p) = {factor:.4g} (G = {n_groups} clusters, public); it covers "
+            f"(N-1)/(N-p) = {factor:.4g} (G = {n_groups} clusters, public; N = G K, the "
+            "rows' public bound); it covers "
             + proj + ".", cov=covs["cluster"])
         sampling = rel.meat
         covers = proj
@@ -575,8 +588,9 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     # partition (dpreg.fits.ssp_dask), whose count n comes out of the same pass
     source = (ArraySource(problem, cond, settings.max_group_size) if problem.rows is None
               else problem.rows.ssp_source(problem, cond))
-    if source.nobs is not None:
-        events, ledger = calibrate_and_record(request, build, source.nobs, what,
+    if source.nobs is not None:  # the ledger's reporting delta from the public units
+        units = getattr(source, "n_groups", None) or source.nobs
+        events, ledger = calibrate_and_record(request, build, units, what,
                                               prior=problem.prior)
         sums = source.sums(settings)
     else:
@@ -600,12 +614,14 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
 
     notes = list(source.notes())
     if n_groups is not None:
-        notes.append(cluster_note(opts.groups, settings.max_group_size, n_groups, n))
+        notes.append(cluster_note(opts.groups, settings.max_group_size, n_groups))
     if problem.absorbed is not None:
         column, n_levels, positions = problem.absorbed
+        df_text = (f"df_resid = n - {p}" if n_groups is None else
+                   "df_resid = G - 1 (cluster-robust)")
         notes.append(f"Absorbed fixed effects: {column!r}, {n_levels} declared levels "
                      f"({len(positions)} design columns: the intercept and the levels' "
-                     f"dummies, not reported); df_resid = n - {p} counts them. One budget "
+                     f"dummies, not reported); {df_text} counts them. One budget "
                      "for all levels: a row touches one level's dummy (parallel "
                      "composition).")
     ratio = est.delta_ratio
@@ -652,7 +668,8 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         table["clip"] = settings.clip
     if problem.absorbed is not None:
         table["absorb"] = f"{problem.absorbed[0]} ({problem.absorbed[1]} levels)"
-    if n_groups is not None:
+    if n_groups is not None:  # sigma~^2 divides by the rows' count, which is protected
+        del table["sigma2"]
         table["n_groups"] = n_groups
         table["max_group_size"] = settings.max_group_size
     table["random_state"] = seed_text(opts.random_state)
@@ -680,5 +697,5 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=cov, diagnostics=diagnostics, nobs=n,
-        n_dropped=source.n_dropped, names=names, df_resid=df_resid))
+        n_dropped=source.n_dropped, names=names, df_resid=df_resid, n_groups=n_groups))
 

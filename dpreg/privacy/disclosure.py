@@ -46,21 +46,20 @@ def adjacency_notes(ledger) -> tuple[str, ...]:
             "totals. Use sampling='uniform' for replace-one accounting.",)
 
 
-def cluster_note(groups, max_group_size: int, n_groups: int, n: int,
-                 sampled: str = "") -> str:
+def cluster_note(groups, max_group_size: int, n_groups: int, sampled: str = "") -> str:
     """The summary's note on clusters as the privacy unit (``groups=``), shared by the
     engines that take it.
 
-    ``G`` and ``n`` are public by assumption, so neighbouring data sets keep both: a
-    cluster is replaced by one with as many kept rows. The rows' values are protected,
-    a cluster's size is not.
+    ``G`` is public by assumption; a neighbour replaces one whole cluster by any other of
+    at most ``K`` kept rows, so a cluster's values and its size are protected, and the
+    rows used (and dropped) are not reported.
 
     Parameters
     ----------
     groups : str or array-like
         The ``groups=`` option (a column name is shown).
-    max_group_size, n_groups, n : int
-        ``K``, ``G`` and the rows used.
+    max_group_size, n_groups : int
+        ``K`` and ``G``.
     sampled : str
         What a step samples, for engines that subsample (e.g. ``"a batch samples 3 of
         the G clusters"``).
@@ -73,9 +72,11 @@ def cluster_note(groups, max_group_size: int, n_groups: int, n: int,
     batch = f"; {sampled}" if sampled else ""
     return (f"Privacy unit: a cluster of {label} (replace-one cluster); each cluster keeps "
             f"its first max_group_size = {max_group_size} rows in the data's order and the "
-            f"sensitivities are per cluster{batch}. G = {n_groups} clusters and n = {n} rows "
-            "used are public by assumption, so a neighbour replaces a cluster by one with "
-            "as many kept rows: the values in a cluster are protected, its size is not.")
+            f"sensitivities are per cluster{batch}. G = {n_groups} clusters is public by "
+            "assumption; a neighbour replaces a cluster by one of any size up to "
+            "max_group_size, so a cluster's values and its size are protected: the rows "
+            "used are not reported, and where a fit needs a count of rows (the CR1 "
+            "factor, a mean's divisor) it uses the public bound G K.")
 
 
 def _outside_dpreg() -> int:

@@ -61,8 +61,10 @@ class DPRegressionResults:
     pvalues : pandas.Series
         Two-sided p-values of ``H0: theta_j = 0`` by the fit's ``cov_type`` (plug-in:
         normal; random scaling: the exact law of the random-scaling pivot).
-    nobs : int
-        Rows used (after dropping missing values).
+    nobs : int or None
+        Rows used (after dropping missing values); ``None`` when clusters are the
+        privacy unit (``groups=``): their sizes are protected, so the rows used and
+        dropped (``n_dropped``) are not reported, and ``df_resid`` is ``G - 1``.
     df_model : int
         Number of regressors, not counting the intercept.
     ledger : dpreg.privacy.ledger.Ledger or None
@@ -84,7 +86,8 @@ class DPRegressionResults:
     """
 
     def __init__(self, *, params: np.ndarray, names: tuple[str, ...], endog_name: str,
-                 inferences: dict[str, Inference], cov_type: str, nobs: int, df_model: int,
+                 inferences: dict[str, Inference], cov_type: str, nobs: int | None,
+                 df_model: int,
                  private: bool, family_label: str, engine: str, settings: dict[str, Any],
                  n_dropped: int = 0, formula: str | None = None, ledger=None,
                  cov_matrix: np.ndarray | None = None, design_info=None,
@@ -96,14 +99,14 @@ class DPRegressionResults:
         self.endog_name = endog_name
         self.inferences = dict(inferences)
         self.cov_type = cov_type
-        self.nobs = int(nobs)
+        self.nobs = None if nobs is None else int(nobs)
         self.df_model = int(df_model)
         self.private = bool(private)
         self.family_label = family_label
         self.engine = engine
         self.settings = settings if isinstance(settings, Settings) else \
             Settings.from_values(dict(settings))
-        self.n_dropped = int(n_dropped)
+        self.n_dropped = None if n_dropped is None else int(n_dropped)
         self.formula = formula
         self.ledger = ledger
         self._cov = cov_matrix
@@ -684,7 +687,8 @@ class DPRegressionResults:
 
     def __repr__(self) -> str:
         kind = "private" if self.private else "oracle"
-        return (f"<DPRegressionResults {kind} {self.family_label} n={self.nobs} "
+        n = "protected" if self.nobs is None else self.nobs
+        return (f"<DPRegressionResults {kind} {self.family_label} n={n} "
                 f"engine={self.engine} privacy={self.privacy_description!r}>")
 
 
@@ -701,7 +705,7 @@ class ResultsModel:
     exog_names: tuple[str, ...]
     endog_names: str
     family: str
-    nobs: int
+    nobs: int | None
 
     @property
     def param_names(self) -> list[str]:

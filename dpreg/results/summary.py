@@ -68,8 +68,8 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         "Family:": res.family_label,
         "Engine:": res.engine,
         "Inference:": METHOD_LABELS.get(res.cov_type, res.cov_type),
-        "No. Observations:": str(res.nobs),
-        "Rows dropped (missing):": str(res.n_dropped),
+        "No. Observations:": _count(res.nobs),
+        "Rows dropped (missing):": _count(res.n_dropped),
         "Df Model:": str(res.df_model),
         "Privacy:": res.privacy_description,
     }
@@ -95,6 +95,12 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
     if res.ledger is not None:
         _add_ledger(smry, res.ledger)
     return smry
+
+
+def _count(value: int | None) -> str:
+    """A count of rows for the summary: ``None`` when it is protected (clusters as the
+    privacy unit keep their sizes private)."""
+    return "not released" if value is None else str(value)
 
 
 def _add_ledger(smry: Summary, led) -> None:
@@ -283,7 +289,7 @@ def summary_col_wide(results: Sequence[DPRegressionResults], *,
                 lo, hi = ci.loc[var]
                 col[(var, 1)] = f"[{float_format % lo}, {float_format % hi}]"
         mu_text, eps_text = _budget_rows(res)
-        col.update({("N", 0): str(res.nobs), ("Engine", 0): res.engine,
+        col.update({("N", 0): _count(res.nobs), ("Engine", 0): res.engine,
                     ("Budget (mu)", 0): mu_text, ("(eps, delta)", 0): eps_text,
                     ("Inference", 0): METHOD_LABELS.get(inf.method, inf.method)})
         columns.append(col)
