@@ -22,9 +22,9 @@ from dpreg.exceptions import (
                               PrivacyLeakWarning,
                               PrivateStatisticError,
 )
-from dpreg.io import load, load_pickle
 from dpreg.model import DPRegression
 from dpreg.results import DPRegressionResults, summary_col
+from dpreg.results.io import load, load_pickle
 from dpreg.stream import LDPStream
 
 __version__ = "0.2.0"

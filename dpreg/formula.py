@@ -990,7 +990,7 @@ def column_kinds(formula: str, data) -> dict[str, str]:
 
 
 # -- For fitted results (issue 16): restrictions in statsmodels' spelling, and the design of
-# -- a saved result rebuilt without data. Used by dpreg.hypothesis and dpreg.results.
+# -- a saved result rebuilt without data. Used by dpreg.results.hypothesis and dpreg.results.
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 

@@ -36,12 +36,12 @@ from dpreg.formula import (
     template_from_prototype,
     template_prototype,
 )
-from dpreg.io import register_loadable, write_pickle
 from dpreg.model import DPRegression
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
+from dpreg.results.io import register_loadable, write_pickle
 
 __all__ = ["LDPStream"]
 

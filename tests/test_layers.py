@@ -23,9 +23,9 @@ LAYERS: list[tuple[str, ...]] = [
     # validators, exception classes and pickle files: import nothing of dpreg but each
     # other
     ("dpreg._checks", "dpreg.exceptions", "dpreg.pickling"),
-    # privacy accounting and mechanisms; families and their numba numerics; tables of
-    # text; data sets: arithmetic on arrays and numbers
-    ("dpreg.privacy", "dpreg.families", "dpreg.tables", "dpreg.datasets"),
+    # privacy accounting and mechanisms; families and their numba numerics; data sets:
+    # arithmetic on arrays and numbers
+    ("dpreg.privacy", "dpreg.families", "dpreg.datasets"),
     # statistics of released quantities (pivots, plug-in matrices, iterates) and the
     # design: formulas, declared bounds, the public conditioning and reference design,
     # interval parsing
@@ -33,9 +33,9 @@ LAYERS: list[tuple[str, ...]] = [
      "dpreg.reference_design", "dpreg.intervals"),
     # pure drivers and numba kernels: arrays in, an output dataclass out
     ("dpreg.engines",),
-    # the Results object and what it offers (tests, predictions, margins, saving, plots)
-    ("dpreg.results", "dpreg.hypothesis", "dpreg.prediction", "dpreg.margins", "dpreg.io",
-     "dpreg.plotting"),
+    # the Results object and what it offers (tests, predictions, margins, saving, tables,
+    # plots)
+    ("dpreg.results",),
     # fit options; the non-private M-estimation
     ("dpreg.options", "dpreg.oracle"),
     # one private fit per engine, their shared plan, and the registry of engines

@@ -81,11 +81,11 @@ def test_one_pickle_path_for_results_and_streams(tmp_path, fitted):
     """Results and stream checkpoints are written by dpreg.pickling (atomically: a save
     that fails leaves the previous file whole and no temporary file); dpreg.load reads
     both, DPRegressionResults.load results only."""
-    import dpreg.io
     import dpreg.pickling
+    import dpreg.results.io
 
-    assert dpreg.io.write_pickle is dpreg.pickling.write_pickle
-    assert dpreg.io.read_pickle is dpreg.pickling.read_pickle
+    assert dpreg.results.io.write_pickle is dpreg.pickling.write_pickle
+    assert dpreg.results.io.read_pickle is dpreg.pickling.read_pickle
     res, frame = fitted
     path = tmp_path / "res.pkl"
     res.save(path)

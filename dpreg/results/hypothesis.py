@@ -347,7 +347,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
         F = float(effect @ np.linalg.solve(G, effect) / n_r)
         if n_r > 1:
             note = ("joint random-scaling test: over-rejects at finite T more than the "
-                    "scalar tests (see dpreg.hypothesis); prefer method='plugin' if "
+                    "scalar tests (see dpreg.results.hypothesis); prefer method='plugin' if "
                     "available")
         return ContrastResults(distribution="rs_F", statistic=F,
                                pvalue=float(rs_joint_law.sf(F, n_r)), method=inf.method,
