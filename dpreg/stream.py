@@ -20,11 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dpreg.design import check_bounds, check_missing
-from dpreg.exceptions import DataError, FormulaError, OptionError
-from dpreg.families import family_constants, get_family
-from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
-from dpreg.fits.registry import check_known, fit_options
-from dpreg.formula import (
+from dpreg.design.formula import (
     build_chunk,
     build_design,
     capture_env,
@@ -36,6 +32,10 @@ from dpreg.formula import (
     template_from_prototype,
     template_prototype,
 )
+from dpreg.exceptions import DataError, FormulaError, OptionError
+from dpreg.families import family_constants, get_family
+from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
+from dpreg.fits.registry import check_known, fit_options
 from dpreg.model import DPRegression
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger

@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 import dpreg
-from dpreg.conditioning import default_conditioning
+from dpreg.design.conditioning import default_conditioning
+from dpreg.design.formula import build_design
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.formula import build_design
 from dpreg.inference.diagnostics import (
     RATIO_LIMIT,
     ConvergenceReport,

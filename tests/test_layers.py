@@ -28,9 +28,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("dpreg.privacy", "dpreg.families", "dpreg.datasets"),
     # statistics of released quantities (pivots, plug-in matrices, iterates) and the
     # design: formulas, declared bounds, the public conditioning and reference design,
-    # interval parsing
-    ("dpreg.inference", "dpreg.design", "dpreg.formula", "dpreg.conditioning",
-     "dpreg.reference_design", "dpreg.intervals"),
+    # interval arithmetic
+    ("dpreg.inference", "dpreg.design"),
     # pure drivers and numba kernels: arrays in, an output dataclass out
     ("dpreg.engines",),
     # the Results object and what it offers (tests, predictions, margins, saving, tables,

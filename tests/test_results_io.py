@@ -107,7 +107,7 @@ def test_one_pickle_path_for_results_and_streams(tmp_path, fitted):
 
 
 def test_prototype_mismatch_is_a_clear_error():
-    from dpreg.formula import design_info_from_prototype
+    from dpreg.design.formula import design_info_from_prototype
 
     proto = {"columns": {"x": "numeric"}, "names": ("Intercept", "x", "extra")}
     with pytest.raises(DataError, match="fitted"):

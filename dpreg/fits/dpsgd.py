@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpreg._checks import integer_at_least, one_of
-from dpreg.conditioning import Conditioning
 from dpreg.design import check_public_size
+from dpreg.design.conditioning import Conditioning
 from dpreg.engines import SGDSettings, run_dpsgd
 from dpreg.engines.ssp import first_rows
 from dpreg.exceptions import OptionError

@@ -48,8 +48,8 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from dpreg._checks import integer_at_least, positive_number
-from dpreg.conditioning import Conditioning
 from dpreg.design import INTERCEPT_NAMES, design_notes
+from dpreg.design.conditioning import Conditioning
 from dpreg.engines.ssp import (
     MECHANISMS,
     SSPSettings,

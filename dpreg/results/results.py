@@ -116,7 +116,7 @@ class DPRegressionResults:
             setattr(self, name, value)
         self._prototype = None
         if design_info is not None and formula is not None:
-            from dpreg.formula import design_prototype
+            from dpreg.design.formula import design_prototype
 
             self._prototype = design_prototype(design_info)
 
@@ -351,7 +351,7 @@ class DPRegressionResults:
         if isinstance(exog, pd.DataFrame) and transform and self.formula is not None:
             design_info = self._design_info or self._rebuild_design_info()
             if design_info is not None:
-                from dpreg.formula import build_exog
+                from dpreg.design.formula import build_exog
 
                 return build_exog(design_info, exog), list(exog.index)
             missing = [c for c in self._names if c not in exog.columns]
@@ -384,7 +384,7 @@ class DPRegressionResults:
         """The formula's design rebuilt from the stored prototype (after loading)."""
         if self._prototype is None:
             return None
-        from dpreg.formula import design_info_from_prototype
+        from dpreg.design.formula import design_info_from_prototype
 
         level, frame = 0, sys._getframe(1)
         while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):

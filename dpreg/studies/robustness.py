@@ -106,7 +106,7 @@ def clipped_target(model, clip: float, *, tol: float = 1e-10,
                    max_steps: int = 100) -> np.ndarray:
     """What DP-GD's intervals are for: the minimizer of the model's objective with every
     per-example gradient clipped to norm ``clip`` in the engine's coordinates (the
-    public map of :mod:`dpreg.conditioning`), in the coordinates of the design.
+    public map of :mod:`dpreg.design.conditioning`), in the coordinates of the design.
 
     Clipping a convex loss's per-example gradient gives the gradient of a convex
     Huber-type loss (dpgd paper, s.2.5), so damped Newton steps from the non-private fit
