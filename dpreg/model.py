@@ -27,9 +27,9 @@ from dpreg.design.formula import build_design, capture_env, column_kinds, numeri
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak, ranges_rng
+from dpreg.fits.oracle import fit_oracle
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
-from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ranges import (
     DEFAULT_BINS,
@@ -697,7 +697,7 @@ class DPRegression:
 
         Parameters
         ----------
-        opts : dpreg.options.CommonOptions
+        opts : dpreg.fits.options.CommonOptions
             Validated fit options (their ``condition`` decides).
 
         Returns

@@ -46,13 +46,13 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.fits.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import one_pass_report
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
-from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
