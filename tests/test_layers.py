@@ -38,10 +38,9 @@ LAYERS: list[tuple[str, ...]] = [
     # one private fit per engine, their shared plan and options, the registry of engines,
     # and the non-private M-estimation (the oracle)
     ("dpreg.fits",),
-    # the model: design and objective, fit() through the registry
-    ("dpreg.model",),
-    # front ends: formulas in, results out; the stream under local DP
-    ("dpreg.api", "dpreg.stream"),
+    # the model (design and objective, fit() through the registry) and the front ends:
+    # formulas in, results out; the stream under local DP
+    ("dpreg.frontend",),
     # the package's namespace, and what uses the whole of it: studies, audits, the CLI
     ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.star_table1", "dpreg.__main__"),
 ]
@@ -177,11 +176,11 @@ def test_the_checks_can_fail():
 
 
 def test_the_parser_sees_function_level_and_relative_imports(tmp_path):
-    source = ("def f():\n    from dpreg.model import DPRegression\n"
+    source = ("def f():\n    from dpreg.frontend.model import DPRegression\n"
               "from . import common\nimport dpreg.fits.registry\n"
-              "if TYPE_CHECKING:\n    from dpreg.stream import LDPStream\n")
+              "if TYPE_CHECKING:\n    from dpreg.frontend.stream import LDPStream\n")
     path = tmp_path / "dpsgd.py"
     path.write_text(source)
     modules = _modules()
     assert _imports("dpreg.fits.dpsgd", path, modules) == {
-        "dpreg.model", "dpreg.fits.common", "dpreg.fits.registry"}
+        "dpreg.frontend.model", "dpreg.fits.common", "dpreg.fits.registry"}

@@ -12,7 +12,7 @@ import dpreg
 from dpreg.design.reference_design import reference_rows
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.fits.ldp_sgd import UNIFORM_SPREAD, reference_spread, spread_needed
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 
 
 def _frame(n, seed=0):

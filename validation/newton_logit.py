@@ -67,7 +67,7 @@ from scipy import special, stats
 import dpreg
 from dpreg.design.conditioning import default_conditioning
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.studies.textbook import simulate_design
 
 OUT = pathlib.Path(__file__).parent / "results" / "newton_logit.txt"

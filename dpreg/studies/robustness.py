@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.frontend.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.studies.records import result_rows
 
 __all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target",
@@ -187,7 +187,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
     warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
     if engine == "dpgd":
         # DP-GD's intervals are for the clipped empirical minimizer on these data
-        from dpreg.model import DPRegression
+        from dpreg.frontend.model import DPRegression
 
         model = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                           **({"tau": tau} if family == "expectile" else {}))

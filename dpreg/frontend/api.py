@@ -10,7 +10,7 @@ from dpreg.exceptions import OptionError
 from dpreg.fits.iv import IVOptions, IVProblem, fit_iv2sls
 from dpreg.fits.options import MODEL_OPTIONS
 from dpreg.fits.registry import check_known
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
 

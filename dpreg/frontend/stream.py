@@ -36,7 +36,7 @@ from dpreg.exceptions import DataError, FormulaError, OptionError
 from dpreg.families import family_constants, get_family
 from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
 from dpreg.fits.registry import check_known, fit_options
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import PrivacyRequest
