@@ -40,6 +40,7 @@ MOVED_MODULES = {
     "dpreg.margins": "dpreg.results.margins",
     "dpreg.prediction": "dpreg.results.prediction",
     "dpreg.tables": "dpreg.results.tables",
+    "dpreg.star_table1": "dpreg.studies.star_table1",
 }
 
 

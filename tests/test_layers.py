@@ -42,7 +42,7 @@ LAYERS: list[tuple[str, ...]] = [
     # formulas in, results out; the stream under local DP
     ("dpreg.frontend",),
     # the package's namespace, and what uses the whole of it: studies, audits, the CLI
-    ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.star_table1", "dpreg.__main__"),
+    ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.__main__"),
 ]
 
 
