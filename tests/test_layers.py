@@ -1,4 +1,8 @@
-"""The import graph of dpreg: no cycle, and no import from a higher layer into a lower one.
+"""The layers of dpreg: one folder per layer's part, no cycle, no import upwards.
+
+The tree shows the layers: every module lives in a folder (a package) that
+:data:`LAYERS` names, except the few of :data:`LOOSE`, and every folder of ``dpreg/`` is
+named there. A new module goes into the folder of its layer; a new folder gets a line.
 
 Every module of the package is parsed with ``ast`` (nothing is imported), and every
 ``import dpreg...`` / ``from dpreg... import ...`` statement counts, at module level or
@@ -17,8 +21,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpreg"
 
+#: The modules that may sit loose in ``dpreg/``, and why: everything else lives in the
+#: folder of its layer.
+LOOSE = {
+    "__init__": "the package's namespace (dpreg.__all__)",
+    "__main__": "python -m dpreg: the command line",
+    "_checks": "validators of public inputs, used by every layer",
+    "exceptions": "the exception classes, raised by every layer",
+    "pickling": "pickle files, read and written by results and streams alike",
+}
+
 #: Lowest first. A module may import modules of its own layer or of lower layers only. A
-#: name stands for the module and everything below it (``dpreg.fits`` is ``fits/*``).
+#: name is a folder of ``dpreg/`` and stands for everything below it (``dpreg.fits`` is
+#: ``fits/**``), or a module of :data:`LOOSE`; ``"dpreg"`` is ``dpreg/__init__.py``.
 LAYERS: list[tuple[str, ...]] = [
     # validators, exception classes and pickle files: import nothing of dpreg but each
     # other
@@ -44,6 +59,35 @@ LAYERS: list[tuple[str, ...]] = [
     # the package's namespace, and what uses the whole of it: studies, audits, the CLI
     ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.__main__"),
 ]
+
+
+def folders(package: Path = PACKAGE) -> set[str]:
+    """The folders of ``package`` that hold Python files, as dotted names."""
+    return {f"{package.name}.{d.name}" for d in package.iterdir()
+            if d.is_dir() and any(d.rglob("*.py"))}
+
+
+def loose_modules(package: Path = PACKAGE) -> list[str]:
+    """The modules directly in ``package`` that :data:`LOOSE` does not allow."""
+    return sorted(f"{package.name}.{p.stem}" for p in package.glob("*.py")
+                  if p.stem not in LOOSE)
+
+
+def unlisted_folders(package: Path = PACKAGE,
+                     layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """The folders of ``package`` that no layer names."""
+    named = {name for names in layers for name in names}
+    return sorted(folders(package) - named)
+
+
+def stale_names(package: Path = PACKAGE,
+                layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """The names of ``layers`` that are neither a folder of ``package``, nor a module of
+    :data:`LOOSE` that exists, nor the package itself."""
+    exists = folders(package) | {package.name} | {
+        f"{package.name}.{stem}" for stem in LOOSE
+        if (package / f"{stem}.py").is_file() and stem != "__init__"}
+    return sorted(name for names in layers for name in names if name not in exists)
 
 
 def _modules() -> dict[str, Path]:
@@ -141,6 +185,34 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 
 GRAPH = import_graph()
+
+
+def test_no_module_sits_loose_in_dpreg():
+    assert loose_modules() == [], (
+        "move these into the folder of their layer (or justify them in LOOSE)")
+
+
+def test_every_folder_is_in_a_layer():
+    assert unlisted_folders() == [], f"add these folders to LAYERS in {__file__}"
+
+
+def test_every_name_in_a_layer_is_a_folder_or_an_allowed_module():
+    assert stale_names() == []
+
+
+def test_the_folder_checks_can_fail(tmp_path):
+    """A planted loose module, an unlisted folder and a stale name are all found."""
+    root = tmp_path / "dpreg"
+    (root / "fits").mkdir(parents=True)
+    (root / "newlayer" / "sub").mkdir(parents=True)
+    (root / "__pycache__").mkdir()
+    for path in ("__init__.py", "exceptions.py", "formula.py", "fits/__init__.py",
+                 "newlayer/sub/mod.py", "__pycache__/x.pyc"):
+        (root / path).write_text("")
+    layers = [("dpreg.exceptions", "dpreg.model"), ("dpreg.fits",), ("dpreg",)]
+    assert loose_modules(root) == ["dpreg.formula"]
+    assert unlisted_folders(root, layers) == ["dpreg.newlayer"]
+    assert stale_names(root, layers) == ["dpreg.model"]
 
 
 def test_every_module_is_in_a_layer():
