@@ -75,9 +75,9 @@ def build_design(formula: str, data, *, missing: str = "drop",
     """Build a :class:`~dpreg.design.Design` from a formula and a DataFrame.
 
     Also the template of a stream, from its first chunk (later chunks go through
-    :func:`build_chunk`). Identification (``n >= p``, full rank) is never checked here:
-    it is a property of the private data, checked for oracles only
-    (:func:`dpreg.design.check_identified`).
+    :func:`~dpreg.design.formula.rows.build_chunk`). Identification (``n >= p``, full
+    rank) is never checked here: it is a property of the private data, checked for
+    oracles only (:func:`dpreg.design.check_identified`).
 
     Parameters
     ----------
@@ -102,7 +102,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
         outside them is an error.
     eval_env : int or captured environment
         How many frames above the caller to look up names used in the formula, or an
-        environment from :func:`capture_env`.
+        environment from :func:`~dpreg.design.formula.namespace.capture_env`.
     binary_outcome : bool
         Accept a boolean or two-level categorical outcome and code its second level
         (in patsy's sorted order, ``True`` for booleans) as 1; the outcome's name then

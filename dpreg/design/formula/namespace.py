@@ -26,8 +26,9 @@ WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
 
 
 def capture_env(eval_env: int = 0):
-    """The namespace ``eval_env`` frames above the caller, for a later :func:`build_design`
-    (a stream builds its design when its first chunk arrives, in another frame)."""
+    """The namespace ``eval_env`` frames above the caller, for a later
+    :func:`~dpreg.design.formula.build.build_design` (a stream builds its design when its
+    first chunk arrives, in another frame)."""
     return patsy.EvalEnvironment.capture(eval_env + 1)
 
 
@@ -60,7 +61,8 @@ def formula_namespace(formula: str, eval_env=0) -> dict[str, Any]:
 
 
 def namespace_env(namespace: Mapping[str, Any]):
-    """An evaluation environment for :func:`build_design` from :func:`formula_namespace`."""
+    """An evaluation environment for :func:`~dpreg.design.formula.build.build_design`
+    from :func:`formula_namespace`."""
     return patsy.EvalEnvironment([dict(namespace)])
 
 

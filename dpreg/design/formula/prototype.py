@@ -113,8 +113,9 @@ def template_prototype(design: Design) -> dict:
 def template_from_prototype(formula: str, prototype: dict, *, missing: str, bounds,
                             levels, eval_env, binary_outcome: bool) -> Design:
     """The template :class:`~dpreg.design.Design` of a stream, rebuilt by
-    :func:`build_design` on one row of public placeholders (numeric columns the middle
-    of their declared bounds, else 1; categorical columns their first recorded level).
+    :func:`~dpreg.design.formula.build.build_design` on one row of public placeholders
+    (numeric columns the middle of their declared bounds, else 1; categorical columns
+    their first recorded level).
 
     Only the template's public metadata (names, declared and derived bounds, levels) is
     used after a stream's first chunk; its placeholder row is never fitted. Raises

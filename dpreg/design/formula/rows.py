@@ -36,8 +36,8 @@ __all__ = ["build_rows", "build_exog", "build_chunk", "column_kinds"]
 
 def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any] | None,
                levels: Mapping[str, Sequence] | None) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(endog, exog, n_dropped)`` of more rows of a model, built as :func:`build_design`
-    builds its own.
+    """``(endog, exog, n_dropped)`` of more rows of a model, built as
+    :func:`~dpreg.design.formula.build.build_design` builds its own.
 
     The same checks (column names, infinities, text in numeric columns), declared levels,
     data columns clipped to their declared bounds, transformed terms with declared bounds
@@ -54,7 +54,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
         The rows (not modified).
     missing : {"drop", "raise"}
     bounds, levels : dict or None
-        As given to :func:`build_design`.
+        As given to :func:`~dpreg.design.formula.build.build_design`.
 
     Returns
     -------
