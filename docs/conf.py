@@ -35,9 +35,9 @@ numpydoc_validation_exclude = {
     # section documents them, not a Parameters section.
     r"^dpreg\.DPRegressionResults$",
     r"^dpreg\.results\.ResultsModel$",
-    r"^dpreg\.hypothesis\.ContrastResults$",
-    r"^dpreg\.prediction\.PredictionResults$",
-    r"^dpreg\.margins\.Margins$",
+    r"^dpreg\.results\.hypothesis\.ContrastResults$",
+    r"^dpreg\.results\.prediction\.PredictionResults$",
+    r"^dpreg\.results\.margins\.Margins$",
     r"^dpreg\.inference\.rs_joint\.RSInference$",
 }
 # DPRegression.fit takes **options (each engine's options record validates them) and

@@ -8,7 +8,6 @@ privacy calculator (:mod:`dpreg.privacy`) and data sets (:mod:`dpreg.datasets`).
 """
 
 from dpreg import datasets, privacy
-from dpreg.api import dp_expectile, dp_huber, dp_iv2sls, dp_logit, dp_ols, oracle
 from dpreg.exceptions import (
                               BudgetExceededError,
                               ConvergenceError,
@@ -22,10 +21,11 @@ from dpreg.exceptions import (
                               PrivacyLeakWarning,
                               PrivateStatisticError,
 )
-from dpreg.io import load, load_pickle
-from dpreg.model import DPRegression
+from dpreg.frontend.api import dp_expectile, dp_huber, dp_iv2sls, dp_logit, dp_ols, oracle
+from dpreg.frontend.model import DPRegression
+from dpreg.frontend.stream import LDPStream
 from dpreg.results import DPRegressionResults, summary_col
-from dpreg.stream import LDPStream
+from dpreg.results.io import load, load_pickle
 
 __version__ = "0.2.0"
 

@@ -187,7 +187,7 @@ def _cov_type_help() -> str:
 
 
 def cmd_replicate(args) -> int:
-    from dpreg.star_table1 import replicate_star
+    from dpreg.studies.star_table1 import replicate_star
 
     print(replicate_star(path=args.data, mu=args.mu, seed=args.seed, fmt=args.format,
                          runs=args.runs))

@@ -4,6 +4,13 @@
 :meth:`dpreg.DPRegressionResults.save` / ``load``, :func:`dpreg.load` and
 :meth:`dpreg.LDPStream.save` all go through these (the module imports nothing of dpreg but
 its exceptions, so any layer can use it). Loading runs pickle: load only files you trust.
+
+A pickle names each class by its module. Files written before the modules of ``dpreg/``
+moved into folders name the old modules (a stream checkpoint holds
+``dpreg.stream.LDPStream`` and ``dpreg.conditioning.Conditioning``): :func:`read_pickle`
+looks those up where they live now (:data:`MOVED_MODULES`), so such files still load
+through :func:`dpreg.load` and ``DPRegressionResults.load``. The Results classes never
+moved (``dpreg.results.results``).
 """
 
 from __future__ import annotations
@@ -14,7 +21,35 @@ import tempfile
 
 from dpreg.exceptions import DataError
 
-__all__ = ["write_pickle", "read_pickle", "read_instance"]
+__all__ = ["write_pickle", "read_pickle", "read_instance", "MOVED_MODULES"]
+
+#: ``{module in older pickles: where its classes and functions live now}``: the modules
+#: that sat loose in ``dpreg/`` until they moved into the folders of their layers.
+MOVED_MODULES = {
+    "dpreg.api": "dpreg.frontend.api",
+    "dpreg.model": "dpreg.frontend.model",
+    "dpreg.stream": "dpreg.frontend.stream",
+    "dpreg.conditioning": "dpreg.design.conditioning",
+    "dpreg.formula": "dpreg.design.formula",
+    "dpreg.intervals": "dpreg.design.intervals",
+    "dpreg.reference_design": "dpreg.design.reference_design",
+    "dpreg.options": "dpreg.fits.options",
+    "dpreg.oracle": "dpreg.fits.oracle",
+    "dpreg.hypothesis": "dpreg.results.hypothesis",
+    "dpreg.io": "dpreg.results.io",
+    "dpreg.margins": "dpreg.results.margins",
+    "dpreg.prediction": "dpreg.results.prediction",
+    "dpreg.tables": "dpreg.results.tables",
+    "dpreg.star_table1": "dpreg.studies.star_table1",
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    """pickle's unpickler, with the classes of :data:`MOVED_MODULES` found where they
+    live now."""
+
+    def find_class(self, module, name):
+        return super().find_class(MOVED_MODULES.get(module, module), name)
 
 
 def write_pickle(obj, fname) -> None:
@@ -48,7 +83,8 @@ def write_pickle(obj, fname) -> None:
 
 
 def read_pickle(fname):
-    """Unpickle ``fname``; load only files you trust.
+    """Unpickle ``fname``; load only files you trust. Classes of older pickles are looked
+    up where they live now (:data:`MOVED_MODULES`).
 
     Parameters
     ----------
@@ -61,9 +97,9 @@ def read_pickle(fname):
         What it holds.
     """
     if hasattr(fname, "read"):
-        return pickle.load(fname)
+        return _Unpickler(fname).load()
     with open(os.fspath(fname), "rb") as fh:
-        return pickle.load(fh)
+        return _Unpickler(fh).load()
 
 
 def read_instance(fname, types: tuple[type, ...], what: str):

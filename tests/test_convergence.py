@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 import dpreg
-from dpreg.conditioning import default_conditioning
+from dpreg.design.conditioning import default_conditioning
+from dpreg.design.formula import build_design
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.formula import build_design
 from dpreg.inference.diagnostics import (
     RATIO_LIMIT,
     ConvergenceReport,
@@ -244,7 +244,7 @@ def test_dpgd_logistic_average_is_not_biased_by_the_spread_of_its_iterates():
     # preconditioned DP-GD at the full step lr_scale / hess_bound spreads a logistic
     # path so widely that its average is pushed away from 0 (batch-means coverage 0.23 in
     # the robustness study's cell); a tenth of it covers (0.975 over 40 fits)
-    from dpreg.model import DPRegression
+    from dpreg.frontend.model import DPRegression
     from dpreg.studies.robustness import natural_units_design
 
     hits = []
@@ -380,7 +380,7 @@ def test_the_oracle_of_a_huber_fit_in_dollars_converges_without_bounds():
     numbers may be inaccurate.
     At its solution the weighted Huber score is zero."""
     from dpreg.families import dispatch
-    from dpreg.model import DPRegression
+    from dpreg.frontend.model import DPRegression
 
     rng = np.random.default_rng(1)
     n = 5000

@@ -54,7 +54,7 @@ SKIPPED = {
     ("user_guide/studies.rst", "ds.run_study(study, reps=200"):
         "the whole dpsgd-fig2 study: 20 cells x 200 replications, about 18 minutes on 2 "
         "cores; the page runs two replications of its n = 500 cells instead",
-    ("dpreg/stream.py", "stream"): "LDPStream's docstring streams 'big.csv', a file it "
+    ("dpreg/frontend/stream.py", "stream"): "LDPStream's docstring streams 'big.csv', a file it "
         "does not write; user_guide/ldp.rst runs the same code on a file it writes",
     ("dpreg/datasets/star.py", "data"): "load_star's docstring reads a placeholder path; "
         "index.rst loads the STAR file for real",

@@ -13,8 +13,8 @@ from scipy import stats
 import dpreg
 from dpreg.exceptions import ConvergenceWarning, OptionError, PrivacyLeakWarning
 from dpreg.fits.dpgd import TARGET_NOTE
+from dpreg.frontend.model import DPRegression
 from dpreg.inference.iterates import batch_means, checkpoint_estimates
-from dpreg.model import DPRegression
 
 GAMMA = 5 * math.sqrt(3)
 

@@ -6,8 +6,8 @@ import pytest
 
 import dpreg
 from dpreg.design import check_identified, design_from_arrays
+from dpreg.design.formula import build_design
 from dpreg.exceptions import DataError, FormulaError, OptionError
-from dpreg.formula import build_design
 
 
 def test_terms_categorical_interaction_and_intercept(small_frame):
@@ -220,12 +220,12 @@ def test_a_rebuild_of_raw_numeric_terms_does_not_call_patsy(monkeypatch):
     rng = np.random.default_rng(1)
     data = pd.DataFrame({"y": rng.normal(size=50), "x": rng.normal(size=50)})
     first = build_design("y ~ x", data, bounds={"y": (-4, 4), "x": (-4, 4)})
-    import dpreg.formula as formula_module
+    import dpreg.design.formula.build as build_module
 
     def no_patsy(*args, **kwargs):
         raise AssertionError("patsy was called")
 
-    monkeypatch.setattr(formula_module, "_design_matrices", no_patsy)
+    monkeypatch.setattr(build_module, "design_matrices", no_patsy)
     again = build_design("y ~ x", data, bounds={"y": (-1, 1), "x": (-1, 1)},
                          check_rowwise=False, template=first)
     assert again.exog[:, 1].max() <= 1 and again.nobs == 50

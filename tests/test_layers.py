@@ -1,4 +1,8 @@
-"""The import graph of dpreg: no cycle, and no import from a higher layer into a lower one.
+"""The layers of dpreg: one folder per layer's part, no cycle, no import upwards.
+
+The tree shows the layers: every module lives in a folder (a package) that
+:data:`LAYERS` names, except the few of :data:`LOOSE`, and every folder of ``dpreg/`` is
+named there. A new module goes into the folder of its layer; a new folder gets a line.
 
 Every module of the package is parsed with ``ast`` (nothing is imported), and every
 ``import dpreg...`` / ``from dpreg... import ...`` statement counts, at module level or
@@ -17,36 +21,73 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "dpreg"
 
+#: The modules that may sit loose in ``dpreg/``, and why: everything else lives in the
+#: folder of its layer.
+LOOSE = {
+    "__init__": "the package's namespace (dpreg.__all__)",
+    "__main__": "python -m dpreg: the command line",
+    "_checks": "validators of public inputs, used by every layer",
+    "exceptions": "the exception classes, raised by every layer",
+    "pickling": "pickle files, read and written by results and streams alike",
+}
+
 #: Lowest first. A module may import modules of its own layer or of lower layers only. A
-#: name stands for the module and everything below it (``dpreg.fits`` is ``fits/*``).
+#: name is a folder of ``dpreg/`` and stands for everything below it (``dpreg.fits`` is
+#: ``fits/**``), or a module of :data:`LOOSE`; ``"dpreg"`` is ``dpreg/__init__.py``.
 LAYERS: list[tuple[str, ...]] = [
     # validators, exception classes and pickle files: import nothing of dpreg but each
     # other
     ("dpreg._checks", "dpreg.exceptions", "dpreg.pickling"),
-    # privacy accounting and mechanisms; families and their numba numerics; tables of
-    # text; data sets: arithmetic on arrays and numbers
-    ("dpreg.privacy", "dpreg.families", "dpreg.tables", "dpreg.datasets"),
+    # privacy accounting and mechanisms; families and their numba numerics; data sets:
+    # arithmetic on arrays and numbers
+    ("dpreg.privacy", "dpreg.families", "dpreg.datasets"),
     # statistics of released quantities (pivots, plug-in matrices, iterates) and the
     # design: formulas, declared bounds, the public conditioning and reference design,
-    # interval parsing
-    ("dpreg.inference", "dpreg.design", "dpreg.formula", "dpreg.conditioning",
-     "dpreg.reference_design", "dpreg.intervals"),
+    # interval arithmetic
+    ("dpreg.inference", "dpreg.design"),
     # pure drivers and numba kernels: arrays in, an output dataclass out
     ("dpreg.engines",),
-    # the Results object and what it offers (tests, predictions, margins, saving, plots)
-    ("dpreg.results", "dpreg.hypothesis", "dpreg.prediction", "dpreg.margins", "dpreg.io",
-     "dpreg.plotting"),
-    # fit options; the non-private M-estimation
-    ("dpreg.options", "dpreg.oracle"),
-    # one private fit per engine, their shared plan, and the registry of engines
+    # the Results object and what it offers (tests, predictions, margins, saving, tables,
+    # plots)
+    ("dpreg.results",),
+    # one private fit per engine, their shared plan and options, the registry of engines,
+    # and the non-private M-estimation (the oracle)
     ("dpreg.fits",),
-    # the model: design and objective, fit() through the registry
-    ("dpreg.model",),
-    # front ends: formulas in, results out; the stream under local DP
-    ("dpreg.api", "dpreg.stream"),
+    # the model (design and objective, fit() through the registry) and the front ends:
+    # formulas in, results out; the stream under local DP
+    ("dpreg.frontend",),
     # the package's namespace, and what uses the whole of it: studies, audits, the CLI
-    ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.star_table1", "dpreg.__main__"),
+    ("dpreg", "dpreg.studies", "dpreg.audit", "dpreg.__main__"),
 ]
+
+
+def folders(package: Path = PACKAGE) -> set[str]:
+    """The folders of ``package`` that hold Python files, as dotted names."""
+    return {f"{package.name}.{d.name}" for d in package.iterdir()
+            if d.is_dir() and any(d.rglob("*.py"))}
+
+
+def loose_modules(package: Path = PACKAGE) -> list[str]:
+    """The modules directly in ``package`` that :data:`LOOSE` does not allow."""
+    return sorted(f"{package.name}.{p.stem}" for p in package.glob("*.py")
+                  if p.stem not in LOOSE)
+
+
+def unlisted_folders(package: Path = PACKAGE,
+                     layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """The folders of ``package`` that no layer names."""
+    named = {name for names in layers for name in names}
+    return sorted(folders(package) - named)
+
+
+def stale_names(package: Path = PACKAGE,
+                layers: list[tuple[str, ...]] = LAYERS) -> list[str]:
+    """The names of ``layers`` that are neither a folder of ``package``, nor a module of
+    :data:`LOOSE` that exists, nor the package itself."""
+    exists = folders(package) | {package.name} | {
+        f"{package.name}.{stem}" for stem in LOOSE
+        if (package / f"{stem}.py").is_file() and stem != "__init__"}
+    return sorted(name for names in layers for name in names if name not in exists)
 
 
 def _modules() -> dict[str, Path]:
@@ -146,6 +187,34 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 GRAPH = import_graph()
 
 
+def test_no_module_sits_loose_in_dpreg():
+    assert loose_modules() == [], (
+        "move these into the folder of their layer (or justify them in LOOSE)")
+
+
+def test_every_folder_is_in_a_layer():
+    assert unlisted_folders() == [], f"add these folders to LAYERS in {__file__}"
+
+
+def test_every_name_in_a_layer_is_a_folder_or_an_allowed_module():
+    assert stale_names() == []
+
+
+def test_the_folder_checks_can_fail(tmp_path):
+    """A planted loose module, an unlisted folder and a stale name are all found."""
+    root = tmp_path / "dpreg"
+    (root / "fits").mkdir(parents=True)
+    (root / "newlayer" / "sub").mkdir(parents=True)
+    (root / "__pycache__").mkdir()
+    for path in ("__init__.py", "exceptions.py", "formula.py", "fits/__init__.py",
+                 "newlayer/sub/mod.py", "__pycache__/x.pyc"):
+        (root / path).write_text("")
+    layers = [("dpreg.exceptions", "dpreg.model"), ("dpreg.fits",), ("dpreg",)]
+    assert loose_modules(root) == ["dpreg.formula"]
+    assert unlisted_folders(root, layers) == ["dpreg.newlayer"]
+    assert stale_names(root, layers) == ["dpreg.model"]
+
+
 def test_every_module_is_in_a_layer():
     for module in GRAPH:
         layer_of(module)
@@ -169,7 +238,9 @@ def test_the_checks_can_fail():
     """A planted upward import and a planted cycle are both found."""
     planted = {k: set(v) for k, v in GRAPH.items()}
     planted["dpreg.engines.dpsgd"].add("dpreg.fits.dpsgd")
-    assert "dpreg.engines.dpsgd (layer 3) -> dpreg.fits.dpsgd (layer 6)" \
+    low, high = layer_of("dpreg.engines.dpsgd"), layer_of("dpreg.fits.dpsgd")
+    assert low < high
+    assert f"dpreg.engines.dpsgd (layer {low}) -> dpreg.fits.dpsgd (layer {high})" \
         in upward_imports(planted)
     cycle = find_cycle(planted)
     assert cycle is not None and cycle[0] == cycle[-1]
@@ -177,11 +248,11 @@ def test_the_checks_can_fail():
 
 
 def test_the_parser_sees_function_level_and_relative_imports(tmp_path):
-    source = ("def f():\n    from dpreg.model import DPRegression\n"
+    source = ("def f():\n    from dpreg.frontend.model import DPRegression\n"
               "from . import common\nimport dpreg.fits.registry\n"
-              "if TYPE_CHECKING:\n    from dpreg.stream import LDPStream\n")
+              "if TYPE_CHECKING:\n    from dpreg.frontend.stream import LDPStream\n")
     path = tmp_path / "dpsgd.py"
     path.write_text(source)
     modules = _modules()
     assert _imports("dpreg.fits.dpsgd", path, modules) == {
-        "dpreg.model", "dpreg.fits.common", "dpreg.fits.registry"}
+        "dpreg.frontend.model", "dpreg.fits.common", "dpreg.fits.registry"}

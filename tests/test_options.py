@@ -1,4 +1,4 @@
-"""Fit options on their own (dpreg.options and each engine's record in dpreg.fits, built by
+"""Fit options on their own (dpreg.fits.options and each engine's record in dpreg.fits, built by
 dpreg.fits.registry.fit_options): defaults per engine, the budget split each engine gets,
 the error each bad value raises (it must name the option), and options that do not
 apply to an engine."""
@@ -11,8 +11,8 @@ import pytest
 from dpreg.exceptions import OptionError
 from dpreg.fits.dpsgd import PRECONDITIONED_SPLIT
 from dpreg.fits.ldp_sgd import LDP_PLUGIN_SPLIT
+from dpreg.fits.options import DEFAULT_BUDGET_SPLIT, checked_split
 from dpreg.fits.registry import ENGINES, check_known, fit_options
-from dpreg.options import DEFAULT_BUDGET_SPLIT, checked_split
 
 ENGINE_COV_TYPES = {name: engine.cov_types for name, engine in ENGINES.items()}
 FitOptions = fit_options

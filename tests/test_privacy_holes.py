@@ -14,6 +14,8 @@ import pytest
 
 import dpreg
 from dpreg.design import check_identified, design_from_arrays
+from dpreg.design.formula import build_design
+from dpreg.design.intervals import derive_bounds
 from dpreg.exceptions import (
     ConvergenceWarning,
     DataError,
@@ -22,8 +24,6 @@ from dpreg.exceptions import (
     PrivacyLeakWarning,
     SeedReuseWarning,
 )
-from dpreg.formula import build_design
-from dpreg.intervals import derive_bounds
 from dpreg.privacy.events import ZERO_OUT
 from dpreg.privacy.events import GaussianMechanismEvent as Event
 from dpreg.privacy.gdp import mu_to_epsilon

@@ -1,4 +1,4 @@
-"""The public reference design (dpreg.reference_design) and the LDP-SGD warning it
+"""The public reference design (dpreg.design.reference_design) and the LDP-SGD warning it
 drives: values checked against the reference law's moments computed by hand."""
 
 import math
@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 
 import dpreg
+from dpreg.design.reference_design import reference_rows
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.fits.ldp_sgd import UNIFORM_SPREAD, reference_spread, spread_needed
-from dpreg.model import DPRegression
-from dpreg.reference_design import reference_rows
+from dpreg.frontend.model import DPRegression
 
 
 def _frame(n, seed=0):

@@ -81,11 +81,11 @@ def test_one_pickle_path_for_results_and_streams(tmp_path, fitted):
     """Results and stream checkpoints are written by dpreg.pickling (atomically: a save
     that fails leaves the previous file whole and no temporary file); dpreg.load reads
     both, DPRegressionResults.load results only."""
-    import dpreg.io
     import dpreg.pickling
+    import dpreg.results.io
 
-    assert dpreg.io.write_pickle is dpreg.pickling.write_pickle
-    assert dpreg.io.read_pickle is dpreg.pickling.read_pickle
+    assert dpreg.results.io.write_pickle is dpreg.pickling.write_pickle
+    assert dpreg.results.io.read_pickle is dpreg.pickling.read_pickle
     res, frame = fitted
     path = tmp_path / "res.pkl"
     res.save(path)
@@ -106,8 +106,30 @@ def test_one_pickle_path_for_results_and_streams(tmp_path, fitted):
         dpreg.DPRegressionResults.load(tmp_path / "stream.pkl")
 
 
+def test_pickles_that_name_the_modules_before_the_move_load(fitted):
+    """Files written before the loose modules of dpreg/ moved into folders name the old
+    modules (a stream checkpoint holds dpreg.stream.LDPStream and
+    dpreg.conditioning.Conditioning); dpreg.load finds them where they live now
+    (dpreg.pickling.MOVED_MODULES)."""
+    import dpreg.pickling
+
+    _, frame = fitted
+    stream = dpreg.LDPStream("y ~ x + d", family="huber", mu=2.0, random_state=3)
+    stream.partial_fit(frame)
+    raw = pickle.dumps(stream, protocol=2)  # protocol 2: each class as "module\nname\n"
+    for old, new in dpreg.pickling.MOVED_MODULES.items():
+        raw = raw.replace(f"c{new}\n".encode(), f"c{old}\n".encode())
+    assert b"cdpreg.stream\nLDPStream\n" in raw
+    assert b"cdpreg.conditioning\nConditioning\n" in raw
+    with pytest.raises(ModuleNotFoundError):
+        pickle.loads(raw)
+    back = dpreg.load(io.BytesIO(raw))
+    assert type(back) is dpreg.LDPStream
+    pd.testing.assert_frame_equal(back.results().conf_int(), stream.results().conf_int())
+
+
 def test_prototype_mismatch_is_a_clear_error():
-    from dpreg.formula import design_info_from_prototype
+    from dpreg.design.formula import design_info_from_prototype
 
     proto = {"columns": {"x": "numeric"}, "names": ("Intercept", "x", "extra")}
     with pytest.raises(DataError, match="fitted"):

@@ -213,25 +213,26 @@ def test_numeric_fast_path_equals_patsy(seed):
     patsy's, including interactions, and rows with a missing value are dropped."""
     import patsy
 
-    from dpreg.formula import _numeric_columns, _numeric_plan, build_design
+    from dpreg.design.formula import build_design
+    from dpreg.design.formula.numeric import numeric_columns, numeric_plan
 
     rng = np.random.default_rng(seed)
     d = pd.DataFrame(rng.standard_normal((500, 3)), columns=["y", "a", "b"])
     d.loc[d.index % 11 == 0, "a"] = np.nan
     formula = "y ~ a + b + a:b"
     template = build_design(formula, d.iloc[1:50])
-    plan = _numeric_plan(template, d)
+    plan = numeric_plan(template, d)
     assert plan is not None
-    y, X = _numeric_columns(plan, d)
+    y, X = numeric_columns(plan, d)
     y_ref, X_ref = patsy.build_design_matrices(
         [template.endog_info, template.design_info], d, NA_action="drop")
     np.testing.assert_array_equal(X, np.asarray(X_ref))
     np.testing.assert_array_equal(y, np.asarray(y_ref)[:, 0])
     # a categorical or transformed term falls back to patsy
     cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50])
-    assert _numeric_plan(cat, d.assign(g="u")) is None
+    assert numeric_plan(cat, d.assign(g="u")) is None
     logged = build_design("y ~ np.exp(a)", d.iloc[1:50])
-    assert _numeric_plan(logged, d) is None
+    assert numeric_plan(logged, d) is None
 
 
 def test_trajectory_bands_end_at_the_reported_intervals(frame, tmp_path):

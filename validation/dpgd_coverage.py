@@ -39,7 +39,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 import dpreg
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.studies.reference import clipped_minimizer
 
 P, RHO, LR, BURN_IN, M = 10, 0.015, 1 / 3, 20, 10

@@ -37,7 +37,7 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 import dpreg
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 
 N, P, MU, CLIP, X_BOUND, GD_LR = 1000, 3, 2.0, 6.0, 4.0, 0.5
 KAPPAS = (1.5, 1.6, 1.7, 1.8, 1.9, 2.0)

@@ -5,7 +5,7 @@ at an equal budget? A prototype estimator in this script, not an engine of the p
 The estimator (after Avella-Medina, Bradshaw and Loh 2023, "Differentially private
 inference via noisy optimization", Ann. Statist., noisy Newton): the design in the
 package's public coordinates (each bounded column mapped into ``[-1, 1]`` by its
-declared box, :func:`dpreg.conditioning.default_conditioning`), so every row has
+declared box, :func:`dpreg.design.conditioning.default_conditioning`), so every row has
 ``||z_i|| <= B`` (the map's public norm bound). From ``theta_0 = 0``, ``K`` steps
 
     theta_{k+1} = theta_k - floor(H~_k)^{-1} g~_k,
@@ -65,9 +65,9 @@ import numpy as np
 from scipy import special, stats
 
 import dpreg
-from dpreg.conditioning import default_conditioning
+from dpreg.design.conditioning import default_conditioning
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.studies.textbook import simulate_design
 
 OUT = pathlib.Path(__file__).parent / "results" / "newton_logit.txt"

@@ -36,7 +36,7 @@ from dpreg.exceptions import ConvergenceWarning
 OLS_FORMULA = ("rate_marriage ~ np.log(yrs_married) + age + educ + children"
                " + C(religious) + age:educ")
 #: The OLS without the interaction and the categorical column: main effects only, whose
-#: reference design (dpreg.reference_design) mixes, but whose covariates are correlated
+#: reference design (dpreg.design.reference_design) mixes, but whose covariates are correlated
 #: (age, log years married and children: 0.7-0.9).
 MAIN_FORMULA = "rate_marriage ~ np.log(yrs_married) + age + educ + children"
 LOGIT_FORMULA = ("affair ~ age + yrs_married + children + religious + educ + occupation"

@@ -173,7 +173,7 @@ def audit_ldp_step(mu=1.0, runs=100_000, delta=1e-5, rng=None, *, family="huber"
     """
     import pandas as pd
 
-    from dpreg.stream import LDPStream
+    from dpreg.frontend.stream import LDPStream
 
     mu = positive_number("mu", mu)
     runs = integer_at_least("runs", runs, MIN_RUNS)

@@ -170,7 +170,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     """
     from dpreg.fits.dpsgd import clustered
     from dpreg.fits.registry import fit_options
-    from dpreg.model import DPRegression
+    from dpreg.frontend.model import DPRegression
     from dpreg.privacy.disclosure import sampling_adjacency
 
     if engine not in _RELEASES:

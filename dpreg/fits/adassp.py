@@ -17,9 +17,9 @@ from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
 from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
 from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_record, seed_text
+from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.methods import engine_methods
-from dpreg.options import CommonOptions
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_adassp", "AdaSSPOptions", "LABEL", "events_builder"]

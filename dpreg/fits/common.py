@@ -19,8 +19,8 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.conditioning import Conditioning, identity_conditioning
 from dpreg.design import Design, design_notes
+from dpreg.design.conditioning import Conditioning, identity_conditioning
 from dpreg.engines import default_schedule
 from dpreg.exceptions import (
     BudgetExceededError,
@@ -82,7 +82,7 @@ def leak(message: str, strict: bool) -> None:
 @dataclass(frozen=True, eq=False)
 class Problem:
     """What a fit solves: a checked design, its objective and the public conditioning
-    of its columns (:func:`dpreg.conditioning.default_conditioning`).
+    of its columns (:func:`dpreg.design.conditioning.default_conditioning`).
 
     ``rows`` is ``None`` when the rows are the design's arrays; otherwise it says where
     they are (a Dask frame: :class:`dpreg.fits.ssp_dask.DaskRows`, whose design has no

@@ -34,6 +34,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.fits.options import PathOptions, check_steps, checked_split
 from dpreg.inference.diagnostics import iterate_report, with_curvature_bias
 from dpreg.inference.iterates import (
     AGGREGATES,
@@ -44,7 +45,6 @@ from dpreg.inference.iterates import (
     t_inference,
 )
 from dpreg.inference.methods import engine_methods
-from dpreg.options import PathOptions, check_steps, checked_split
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.results import DPRegressionResults, Settings
 

@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from dpreg._checks import integer_at_least, one_of
-from dpreg.conditioning import Conditioning
 from dpreg.design import check_public_size
+from dpreg.design.conditioning import Conditioning
 from dpreg.engines import SGDSettings, run_dpsgd
 from dpreg.engines.ssp import first_rows
 from dpreg.exceptions import OptionError
@@ -31,6 +31,13 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.fits.options import (
+    DEFAULT_BUDGET_SPLIT,
+    PathOptions,
+    check_lr_decay,
+    check_steps,
+    plugin_split,
+)
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.diagnostics import path_report, with_curvature_bias
 from dpreg.inference.methods import engine_methods
@@ -41,13 +48,6 @@ from dpreg.inference.plugin import (
     plugin_inference,
 )
 from dpreg.inference.random_scaling import rs_inference
-from dpreg.options import (
-    DEFAULT_BUDGET_SPLIT,
-    PathOptions,
-    check_lr_decay,
-    check_steps,
-    plugin_split,
-)
 from dpreg.privacy.disclosure import adjacency_notes, cluster_note, sampling_adjacency
 from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency, is_replace_one
 from dpreg.privacy.gdp import calibrate_dpsgd

@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from dpreg._checks import integer_at_least
-from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import Design, design_notes
+from dpreg.design.conditioning import Conditioning, default_conditioning
 from dpreg.engines.iv import MECHANISMS, IVSettings, iv_events, iv_sums, release_iv
 from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
 from dpreg.fits.common import (
@@ -186,7 +186,7 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
     Notes
     -----
     Engine coordinates: ``X`` and ``W`` are each mapped into ``[-1, 1]`` by their declared
-    bounds (:func:`dpreg.conditioning.default_conditioning`, ``X = Z_X M_X``, ``W = Z_W
+    bounds (:func:`dpreg.design.conditioning.default_conditioning`, ``X = Z_X M_X``, ``W = Z_W
     M_W``); 2SLS is invariant to an invertible map of ``W`` and equivariant in ``X``
     (``theta_z = M_X beta``), so the estimate and covariance map back exactly. The
     outcome is shifted by the midpoint of its bounds when the model has an intercept

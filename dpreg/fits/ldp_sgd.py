@@ -9,7 +9,7 @@ sparse record of the running average (see :mod:`dpreg.engines.ldp_sgd`).
 :class:`dpreg.LDPStream` over chunks.
 
 Each device maps its row by the public conditioning of the declared bounds
-(:mod:`dpreg.conditioning`; no private preconditioner, which would be a central
+(:mod:`dpreg.design.conditioning`; no private preconditioner, which would be a central
 release) before privatizing its gradient; estimates, intervals and the trajectory are
 mapped back exactly, and free convergence checks run on every result
 (:func:`dpreg.inference.diagnostics.one_pass_report`).
@@ -34,6 +34,7 @@ from tqdm.auto import tqdm
 
 from dpreg._checks import integer_at_least
 from dpreg.design import degenerate_note
+from dpreg.design.reference_design import reference_rows
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
 from dpreg.exceptions import BudgetExceededError, DataError, OptionError
 from dpreg.families import FAMILIES, mallows_weights
@@ -45,19 +46,18 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.fits.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.batch_means import batch_means_inference, default_n_batches
 from dpreg.inference.diagnostics import one_pass_report
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
-from dpreg.options import DEFAULT_BUDGET_SPLIT, PathOptions, check_lr_decay, plugin_split
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
-from dpreg.reference_design import reference_rows
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["LDPRun", "LDPOptions", "fit_ldp_sgd", "ldp_step", "LINEAR_LDP_LR", "LABEL",
@@ -238,7 +238,7 @@ def reference_spread(design, cond) -> float | None:
     """The spread of the flattest direction of the public reference design: the square
     root of the smallest eigenvalue of ``E[z z']`` over rows drawn with every numerical
     factor uniform on its declared bounds and every categorical one uniform over its
-    levels, independently (:func:`dpreg.reference_design.reference_rows`), in the
+    levels, independently (:func:`dpreg.design.reference_design.reference_rows`), in the
     engine's coordinates ``z``.
 
     It generalizes :func:`spread_needed`'s one covariate to the design: with main
@@ -254,7 +254,7 @@ def reference_spread(design, cond) -> float | None:
     ----------
     design : dpreg.design.Design
         Only its public metadata is read.
-    cond : dpreg.conditioning.Conditioning
+    cond : dpreg.design.conditioning.Conditioning
         The engine's coordinates.
 
     Returns
@@ -285,7 +285,7 @@ class LDPRun:
         self.opts = opts
         design = problem.design
         obj = problem.objective
-        # The public map of the columns into [-1, 1] (dpreg.conditioning): a fixed matrix
+        # The public map of the columns into [-1, 1] (dpreg.design.conditioning): a fixed matrix
         # from declared bounds, so each device can apply it to its own row before
         # computing its gradient; the local mechanism is unchanged. No private
         # preconditioner: it would be a central release of everyone's rows, which the
@@ -353,7 +353,7 @@ class LDPRun:
     def update(self, X: np.ndarray, y: np.ndarray, n_dropped: int = 0) -> None:
         obj = self.problem.objective
         # Mallows weights on the rows mapped into [-1, 1] by the declared bounds, as the
-        # model (and so the oracle) defines them (dpreg.conditioning)
+        # model (and so the oracle) defines them (dpreg.design.conditioning)
         Z = self.cond.design(X)  # each device maps its own row: public constants
         if obj.mallows:
             model_rows = Z if self.cond is self.problem.conditioning \

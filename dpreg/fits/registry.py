@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 
 from dpreg.exceptions import OptionError
 from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd, ssp
-from dpreg.options import MODEL_OPTIONS, CommonOptions
+from dpreg.fits.options import MODEL_OPTIONS, CommonOptions
 
 __all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names",
            "refused_option"]
@@ -29,7 +29,7 @@ class Engine:
     fit : callable
         ``fit(problem, opts, request, given) -> DPRegressionResults``.
     options : type
-        Its options record (a :class:`~dpreg.options.CommonOptions` subclass).
+        Its options record (a :class:`~dpreg.fits.options.CommonOptions` subclass).
     label : str
         The name in summaries.
     events : callable, optional

@@ -48,8 +48,8 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from dpreg._checks import integer_at_least, positive_number
-from dpreg.conditioning import Conditioning
 from dpreg.design import INTERCEPT_NAMES, design_notes
+from dpreg.design.conditioning import Conditioning
 from dpreg.engines.ssp import (
     MECHANISMS,
     SSPSettings,
@@ -71,6 +71,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
+from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.methods import engine_methods
@@ -82,7 +83,6 @@ from dpreg.inference.ssp import (
     ssp_covariance,
     ssp_estimate,
 )
-from dpreg.options import CommonOptions
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.disclosure import cluster_note
 from dpreg.privacy.request import split_budget

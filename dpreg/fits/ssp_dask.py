@@ -33,11 +33,11 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.conditioning import Conditioning
 from dpreg.design import Design, design_notes
+from dpreg.design.conditioning import Conditioning
+from dpreg.design.formula import build_design, build_rows, formula_namespace, namespace_env
 from dpreg.engines.ssp import SSPSettings, SSPSums, meat_sum, ssp_sums
 from dpreg.exceptions import DataError, OptionError, PrivacyLeakError
-from dpreg.formula import build_design, build_rows, formula_namespace, namespace_env
 
 __all__ = ["is_dask_frame", "dask_design", "DaskRows", "DaskSource", "public_prototype"]
 
@@ -270,11 +270,11 @@ def dask_design(formula: str, ddf, *, missing: str = "drop", bounds=None, levels
     ddf : dask.dataframe.DataFrame
     missing : {"drop", "raise"}
     bounds, levels : dict, optional
-        As for :func:`dpreg.formula.build_design`.
+        As for :func:`dpreg.design.formula.build_design`.
     eval_env : int or captured environment
-        Where the formula's functions are looked up (:func:`dpreg.formula.capture_env`).
+        Where the formula's functions are looked up (:func:`dpreg.design.formula.capture_env`).
     binary_outcome : bool
-        As for :func:`dpreg.formula.build_design`.
+        As for :func:`dpreg.design.formula.build_design`.
 
     Returns
     -------

@@ -65,7 +65,7 @@ class Inference:
         A private covariance re-released ``B`` times from its own released matrices
         with its mechanisms' noise (a parametric bootstrap of the released statistics,
         post-processing): the reference law of joint tests, whose quadratic form a noisy
-        covariance's small eigenvalues inflate (:mod:`dpreg.hypothesis`).
+        covariance's small eigenvalues inflate (:mod:`dpreg.results.hypothesis`).
     """
 
     method: str

@@ -6,6 +6,15 @@
   their own rows;
 - :mod:`dpreg.results.summary`: one fit's summary and :func:`summary_col` (several fits
   side by side);
+- :mod:`dpreg.results.hypothesis`: tests of linear restrictions (``t_test``, ``f_test``,
+  ``wald_test``) and their :class:`~dpreg.results.hypothesis.ContrastResults`;
+- :mod:`dpreg.results.prediction`: predictions with intervals
+  (:class:`~dpreg.results.prediction.PredictionResults`);
+- :mod:`dpreg.results.margins`: marginal effects at public covariate values
+  (:class:`~dpreg.results.margins.Margins`);
+- :mod:`dpreg.results.io`: :func:`~dpreg.results.io.load` of saved results and stream
+  checkpoints;
+- :mod:`dpreg.results.tables`: statsmodels' ``Summary`` with rules as wide as the table;
 - :mod:`dpreg.results.plotting`: running estimates with their intervals against rows used
   (:func:`~dpreg.results.plotting.plot_trajectory`).
 

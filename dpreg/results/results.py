@@ -24,7 +24,7 @@ from dpreg.inference.base import Inference
 from dpreg.pickling import read_instance, write_pickle
 from dpreg.results.settings import Settings
 from dpreg.results.summary import coefficient_frame, fit_summary
-from dpreg.tables import Summary
+from dpreg.results.tables import Summary
 
 __all__ = ["DPRegressionResults", "ResultsModel"]
 
@@ -119,7 +119,7 @@ class DPRegressionResults:
             setattr(self, name, value)
         self._prototype = None
         if design_info is not None and formula is not None:
-            from dpreg.formula import design_prototype
+            from dpreg.design.formula import design_prototype
 
             self._prototype = design_prototype(design_info)
 
@@ -354,7 +354,7 @@ class DPRegressionResults:
         if isinstance(exog, pd.DataFrame) and transform and self.formula is not None:
             design_info = self._design_info or self._rebuild_design_info()
             if design_info is not None:
-                from dpreg.formula import build_exog
+                from dpreg.design.formula import build_exog
 
                 return build_exog(design_info, exog), list(exog.index)
             missing = [c for c in self._names if c not in exog.columns]
@@ -387,7 +387,7 @@ class DPRegressionResults:
         """The formula's design rebuilt from the stored prototype (after loading)."""
         if self._prototype is None:
             return None
-        from dpreg.formula import design_info_from_prototype
+        from dpreg.design.formula import design_info_from_prototype
 
         level, frame = 0, sys._getframe(1)
         while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):
@@ -438,16 +438,16 @@ class DPRegressionResults:
         method : str, optional
             Inference method (default: the fit's ``cov_type``): delta method with the
             method's covariance, or the random-scaling scale of ``x' theta`` for
-            ``"rs"`` (see :mod:`dpreg.prediction`).
+            ``"rs"`` (see :mod:`dpreg.results.prediction`).
         row_labels : sequence, optional
             Index of the ``summary_frame`` (default: ``exog``'s index).
 
         Returns
         -------
-        dpreg.prediction.PredictionResults
+        dpreg.results.prediction.PredictionResults
             With ``predicted``, ``se``, ``conf_int(alpha)`` and ``summary_frame(alpha)``.
         """
-        from dpreg.prediction import predict_rows
+        from dpreg.results.prediction import predict_rows
 
         X, labels = self.exog_matrix(exog, transform)
         return predict_rows(self, X, labels if row_labels is None else row_labels, method)
@@ -475,14 +475,14 @@ class DPRegressionResults:
 
         Returns
         -------
-        dpreg.margins.Margins
+        dpreg.results.margins.Margins
         """
-        from dpreg.margins import margins
+        from dpreg.results.margins import margins
 
         return margins(self, at=at, method=method, atexog=atexog, dummy=dummy, count=count,
                        inference=inference)
 
-    # -- tests of linear restrictions (dpreg.hypothesis) ----------------------------------
+    # -- tests of linear restrictions (dpreg.results.hypothesis) --------------------------
     def t_test(self, r_matrix, cov_p=None, use_t=None, *, method: str | None = None):
         """The t test of each row of ``H0: R theta = q``, in statsmodels' spellings.
 
@@ -497,16 +497,16 @@ class DPRegressionResults:
             statsmodels' option for another reference law: not supported; must be None.
         method : str, optional
             Inference method (default: the fit's ``cov_type``). See
-            :mod:`dpreg.hypothesis` for the law each method uses.
+            :mod:`dpreg.results.hypothesis` for the law each method uses.
 
         Returns
         -------
-        dpreg.hypothesis.ContrastResults
+        dpreg.results.hypothesis.ContrastResults
             ``effect``, ``sd``, ``tvalue``/``statistic``, ``pvalue``, ``conf_int()``,
             ``summary()``, ``summary_frame()``.
         """
         self._no_sm_options(cov_p=cov_p, use_t=use_t)
-        from dpreg.hypothesis import restriction_test
+        from dpreg.results.hypothesis import restriction_test
 
         return restriction_test(self, r_matrix, "t", method=method)
 
@@ -533,11 +533,11 @@ class DPRegressionResults:
 
         Returns
         -------
-        dpreg.hypothesis.ContrastResults
+        dpreg.results.hypothesis.ContrastResults
             ``statistic``, ``pvalue``, ``df_num``, ``df_denom``, ``summary()``.
         """
         self._no_sm_options(cov_p=cov_p, invcov=invcov, df_constraints=df_constraints)
-        from dpreg.hypothesis import restriction_test
+        from dpreg.results.hypothesis import restriction_test
 
         return restriction_test(self, r_matrix, "wald", method=method, use_f=use_f)
 
@@ -558,11 +558,11 @@ class DPRegressionResults:
 
         Returns
         -------
-        dpreg.hypothesis.ContrastResults
+        dpreg.results.hypothesis.ContrastResults
             ``fvalue``, ``pvalue``, ``df_num``, ``df_denom``, ``summary()``.
         """
         self._no_sm_options(cov_p=cov_p, invcov=invcov)
-        from dpreg.hypothesis import restriction_test
+        from dpreg.results.hypothesis import restriction_test
 
         return restriction_test(self, r_matrix, "f", method=method)
 
@@ -663,7 +663,7 @@ class DPRegressionResults:
 
         Returns
         -------
-        dpreg.tables.Summary
+        dpreg.results.tables.Summary
             Render with ``.as_text()``, ``.as_latex()`` or ``.as_html()``.
         """
         return fit_summary(self, alpha)

@@ -24,7 +24,7 @@ from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.methods import method_labels
-from dpreg.tables import Summary
+from dpreg.results.tables import Summary
 
 if TYPE_CHECKING:
     from dpreg.results.results import DPRegressionResults

@@ -8,6 +8,8 @@ chunks so an interrupted study resumes, and returns a tidy table of coverage, in
 length, bias, RMSE and rejection rates, each with its Monte Carlo standard error.
 :func:`plot_coverage` and :func:`plot_length` draw the papers' figures;
 :func:`get_study` returns the shipped replications of the papers' simulations.
+:mod:`dpreg.studies.star_table1` replicates Table 1 of the dpsgd-inference paper on the
+STAR data (``python -m dpreg replicate star``).
 
 Examples
 --------

@@ -157,7 +157,7 @@ def comparison_replicate(seed, *, n: int, p: int, budget: str, errors: str, engi
     rows = result_rows(res, truth, alpha=alpha, warned=warned, seconds=seconds,
                        target=CHOOSABLE_TARGET)
     if engine == "dpgd":
-        from dpreg.model import DPRegression
+        from dpreg.frontend.model import DPRegression
 
         model = DPRegression.from_formula(formula, data, family=family, bounds=bounds)
         clipped = clipped_target(model, float(res.settings.value("clip")))

@@ -15,9 +15,9 @@ import math
 import numpy as np
 from scipy import stats
 
-from dpreg.api import dp_huber
 from dpreg.datasets import simulate_ldp_design, simulate_linear, simulate_logistic
-from dpreg.model import DPRegression
+from dpreg.frontend.api import dp_huber
+from dpreg.frontend.model import DPRegression
 from dpreg.studies.records import estimate_rows, result_rows
 from dpreg.studies.reference import averaged_sgd, clipped_minimizer, ols
 

@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from dpreg.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.frontend.api import dp_expectile, dp_huber, dp_logit, dp_ols
 from dpreg.studies.records import result_rows
 
 __all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target",
@@ -106,7 +106,7 @@ def clipped_target(model, clip: float, *, tol: float = 1e-10,
                    max_steps: int = 100) -> np.ndarray:
     """What DP-GD's intervals are for: the minimizer of the model's objective with every
     per-example gradient clipped to norm ``clip`` in the engine's coordinates (the
-    public map of :mod:`dpreg.conditioning`), in the coordinates of the design.
+    public map of :mod:`dpreg.design.conditioning`), in the coordinates of the design.
 
     Clipping a convex loss's per-example gradient gives the gradient of a convex
     Huber-type loss (dpgd paper, s.2.5), so damped Newton steps from the non-private fit
@@ -187,7 +187,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
     warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
     if engine == "dpgd":
         # DP-GD's intervals are for the clipped empirical minimizer on these data
-        from dpreg.model import DPRegression
+        from dpreg.frontend.model import DPRegression
 
         model = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                           **({"tau": tau} if family == "expectile" else {}))

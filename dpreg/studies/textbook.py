@@ -137,7 +137,7 @@ def textbook_replicate(seed, *, design: str, family: str, n: int, mu: float, eng
     fit, its default interval again as ``"default"``, and the non-private interval as
     ``"nonprivate"``, all with the grouping key ``warned``.
     """
-    from dpreg.model import DPRegression
+    from dpreg.frontend.model import DPRegression
     from dpreg.studies.robustness import FAMILY_FITS
 
     data_seed, fit_seed = seed.spawn(2)

@@ -131,7 +131,7 @@ def test_logit_oracle_equals_statsmodels():
     np.testing.assert_allclose(orc.params, ref.params, rtol=1e-7)
     np.testing.assert_allclose(orc.bse, ref.bse, rtol=1e-6)
     # the generic solver (Mallows weights off, through m_estimate) agrees too
-    from dpreg.oracle import m_estimate
+    from dpreg.fits.oracle import m_estimate
 
     model = dpreg.DPRegression.from_formula(sim.formula, sim.data, family="logistic")
     theta, _, ok = m_estimate(model.design.exog, model.design.endog, model.objective)

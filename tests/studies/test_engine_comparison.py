@@ -8,7 +8,7 @@ import pytest
 
 import dpreg
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.model import DPRegression
+from dpreg.frontend.model import DPRegression
 from dpreg.studies import get_study
 from dpreg.studies.engine_comparison import (
     OTHER_FAMILIES,

@@ -308,7 +308,8 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
     ----------
     results : DPRegressionResults
     r_matrix : str, list of str, dict, array-like or tuple
-        The restriction in statsmodels' spellings (see :func:`dpreg.formula.linear_constraint`).
+        The restriction in statsmodels' spellings (see
+        :func:`dpreg.design.formula.linear_constraint`).
     kind : {"t", "wald", "f"}
     method : str, optional
         Inference method (default: the fit's ``cov_type``); see the module docstring.
@@ -316,7 +317,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
         ``wald_test`` only: F instead of chi-square for the covariance-based methods
         (default: F when the method's law is Student's t, as statsmodels' ``use_t``).
     """
-    from dpreg.formula import linear_constraint
+    from dpreg.design.formula import linear_constraint
 
     R, q = linear_constraint(results.params.index, r_matrix)
     src, inf, center, cov = joint_source(results, method)
@@ -347,7 +348,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
         F = float(effect @ np.linalg.solve(G, effect) / n_r)
         if n_r > 1:
             note = ("joint random-scaling test: over-rejects at finite T more than the "
-                    "scalar tests (see dpreg.hypothesis); prefer method='plugin' if "
+                    "scalar tests (see dpreg.results.hypothesis); prefer method='plugin' if "
                     "available")
         return ContrastResults(distribution="rs_F", statistic=F,
                                pvalue=float(rs_joint_law.sf(F, n_r)), method=inf.method,

@@ -27,7 +27,7 @@ __all__ = ["CommonOptions", "PathOptions", "MODEL_OPTIONS", "DEFAULT_BUDGET_SPLI
 
 #: ``condition=``: map bounded numeric columns into [-1, 1] and precondition DP-SGD and
 #: DP-GD with a private second-moment matrix (``"private"``, default), the public map only
-#: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.conditioning`.
+#: (``"bounds"``), or the design as given (``"none"``); see :mod:`dpreg.design.conditioning`.
 CONDITIONS = ("private", "bounds", "none")
 #: ``ranges=``: the numeric columns' boxes as declared (``"declared"``), learned privately
 #: inside them first (``"private"``; :mod:`dpreg.privacy.ranges`), or ``"auto"`` (the

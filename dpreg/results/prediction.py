@@ -117,7 +117,7 @@ class PredictionResults:
 
 def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> PredictionResults:
     """:class:`PredictionResults` for the design rows ``X`` (see the module docstring)."""
-    from dpreg.hypothesis import contrast_scales, joint_source
+    from dpreg.results.hypothesis import contrast_scales, joint_source
 
     _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)

@@ -14,7 +14,6 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.conditioning import Conditioning, default_conditioning
 from dpreg.design import (
     INTERCEPT_NAMES,
     Design,
@@ -23,13 +22,14 @@ from dpreg.design import (
     check_public_size,
     design_from_arrays,
 )
+from dpreg.design.conditioning import Conditioning, default_conditioning
+from dpreg.design.formula import build_design, capture_env, column_kinds, numerical_columns
 from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak, ranges_rng
+from dpreg.fits.oracle import fit_oracle
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
-from dpreg.formula import build_design, capture_env, column_kinds, numerical_columns
-from dpreg.oracle import fit_oracle
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ranges import (
     DEFAULT_BINS,
@@ -692,17 +692,17 @@ class DPRegression:
         """The coordinates the engine works in.
 
         ``condition="private"`` (default) and ``"bounds"`` map the bounded numeric
-        columns into ``[-1, 1]`` by their declared bounds (:mod:`dpreg.conditioning`;
+        columns into ``[-1, 1]`` by their declared bounds (:mod:`dpreg.design.conditioning`;
         ``"private"`` adds DP-SGD's preconditioner); ``"none"`` uses the design as given.
 
         Parameters
         ----------
-        opts : dpreg.options.CommonOptions
+        opts : dpreg.fits.options.CommonOptions
             Validated fit options (their ``condition`` decides).
 
         Returns
         -------
-        dpreg.conditioning.Conditioning
+        dpreg.design.conditioning.Conditioning
             The public map between the user's coordinates and the engine's.
         """
         return self.problem.coordinates(opts.condition)

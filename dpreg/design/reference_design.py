@@ -2,7 +2,7 @@
 the data.
 
 A one-pass path mixes in a direction at a rate set by the covariates' second-moment
-matrix in the engine's coordinates (:mod:`dpreg.conditioning`); its smallest eigenvalue
+matrix in the engine's coordinates (:mod:`dpreg.design.conditioning`); its smallest eigenvalue
 is private. What the public inputs do fix is its structure: an interaction's column
 spreads like the product of its main effects' (a ninth of the box where each main
 effect fills its own uniformly), and the treatment dummies of a categorical column
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dpreg.formula import column_combos
+from dpreg.design.formula import column_combos
 
 __all__ = ["reference_rows", "REFERENCE_DRAWS"]
 

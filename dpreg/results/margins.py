@@ -102,10 +102,10 @@ class Margins:
 
         Returns
         -------
-        dpreg.tables.Summary
+        dpreg.results.tables.Summary
             The table of :meth:`summary_frame` and where the effects were evaluated.
         """
-        from dpreg.tables import Summary
+        from dpreg.results.tables import Summary
 
         smry = Summary()
         smry.add_title("Marginal effects (dy/dx)")
@@ -170,7 +170,7 @@ def margins(results, *, at="overall", method="dydx", atexog=None, dummy=False, c
     else:
         effect = theta[keep]
         jac = np.eye(p)[keep]
-    from dpreg.hypothesis import contrast_scales
+    from dpreg.results.hypothesis import contrast_scales
 
     scale, law, method_name, is_se = contrast_scales(results, jac, inference)
     return Margins(margeff=effect, scale=scale, law=law, names=[names[i] for i in keep],

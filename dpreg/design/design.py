@@ -1,8 +1,8 @@
 """The design: outcome, design matrix, names and declared bounds, checked once.
 
 A :class:`Design` is what every engine and every oracle consumes. It is built either
-from a formula (see :mod:`dpreg.formula`, the only module that imports patsy) or from
-arrays (:func:`design_from_arrays`). Validation happens here, at the boundary, so that
+from a formula (see :mod:`dpreg.design.formula`, the only package that imports patsy) or
+from arrays (:func:`design_from_arrays`). Validation happens here, at the boundary, so that
 kernels never see a NaN or an infinity.
 
 Identification (``n >= p``, full column rank) is a property of the private data: a
@@ -78,7 +78,7 @@ class Design:
         For each column, the names of its numerical factors (``("x",)`` for a main
         effect, ``("x", "z")`` for ``x:z``, ``()`` for the intercept), or ``None`` when
         its term has a categorical factor: the engines centre and scale the numeric
-        columns (:mod:`dpreg.conditioning`).
+        columns (:mod:`dpreg.design.conditioning`).
     design_info, endog_info : patsy.DesignInfo or None
         How patsy built the columns of ``exog`` and ``endog`` (formulas only): used to
         build the same columns for new data (``predict``, chunks of a stream).

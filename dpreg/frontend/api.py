@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
+from dpreg.design.formula import build_design, capture_env, parse_iv_formula
 from dpreg.exceptions import OptionError
 from dpreg.fits.iv import IVOptions, IVProblem, fit_iv2sls
+from dpreg.fits.options import MODEL_OPTIONS
 from dpreg.fits.registry import check_known
-from dpreg.formula import build_design, capture_env, parse_iv_formula
-from dpreg.model import DPRegression
-from dpreg.options import MODEL_OPTIONS
+from dpreg.frontend.model import DPRegression
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
 

@@ -20,11 +20,7 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from dpreg.design import check_bounds, check_missing
-from dpreg.exceptions import DataError, FormulaError, OptionError
-from dpreg.families import family_constants, get_family
-from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
-from dpreg.fits.registry import check_known, fit_options
-from dpreg.formula import (
+from dpreg.design.formula import (
     build_chunk,
     build_design,
     capture_env,
@@ -36,12 +32,16 @@ from dpreg.formula import (
     template_from_prototype,
     template_prototype,
 )
-from dpreg.io import register_loadable, write_pickle
-from dpreg.model import DPRegression
+from dpreg.exceptions import DataError, FormulaError, OptionError
+from dpreg.families import family_constants, get_family
+from dpreg.fits.ldp_sgd import LDPOptions, LDPRun
+from dpreg.fits.registry import check_known, fit_options
+from dpreg.frontend.model import DPRegression
 from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults
+from dpreg.results.io import register_loadable, write_pickle
 
 __all__ = ["LDPStream"]
 
