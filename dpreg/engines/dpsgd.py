@@ -69,7 +69,7 @@ def default_schedule(n: int, batch_size: int | None = None,
     """Default ``(batch_size, steps)`` from public ``n`` (and a user's batch size).
 
     The paper's regime is ``c = m sqrt(T) / n = 1``. On conditioned covariates (see
-    :mod:`dpreg.conditioning`) with a step set for the batch's mean gradient, a batch
+    :mod:`dpreg.design.conditioning`) with a step set for the batch's mean gradient, a batch
     of ``m`` rows cuts the work ``T m = n^2 / m`` by ``m`` at the same ``c`` and the same
     accuracy: the privacy variance is ``sigma_1^2 / T ~ (s / m)^2 / T``, and ``s`` grows
     like ``c``. So ``m = ceil(n / 200)`` (at least ``n^2 / work``, which bounds the work)

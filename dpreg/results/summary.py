@@ -56,7 +56,7 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
 
     Returns
     -------
-    dpreg.tables.Summary
+    dpreg.results.tables.Summary
         A statsmodels ``Summary``: render with ``as_text()``, ``as_latex()`` or
         ``as_html()``.
     """
