@@ -275,3 +275,17 @@ def test_bad_options_are_named():
         fit(data.assign(school="one"))
     with pytest.raises(dpreg.exceptions.DataError, match="n = 2 rows < p = 3"):
         fit(data, max_group_size=1, groups=np.repeat([0, 1], [1, len(data) - 1]))
+
+
+def test_the_step_reads_the_clusters_fill_off_the_private_preconditioner():
+    # the sums are divided by the public G K, so the preconditioned step needs the fill
+    # n / (G K): read off the released second-moment matrix's intercept entry, it is the
+    # true fill with the noise nearly off, and the step is 1 / (1 + p / (m f))
+    data = make_clusters(7, n_groups=200, lo=2, hi=20)
+    fill = len(data) / (200 * 20)
+    assert fill < 0.7  # clusters far from full
+    res = fit(data, mu=1e7, batch_size=10)
+    note = next(r for r in res.notes if r.startswith("lr = "))
+    f = float(re.search(r"f = ([0-9.]+) the clusters' fill", note).group(1))
+    assert f == pytest.approx(fill, abs=1e-3)
+    assert res.settings["lr"] == pytest.approx(1 / (1 + 3 / (10 * fill)), rel=1e-3)

@@ -19,7 +19,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from dpreg.design import Design, design_notes
+from dpreg.design import INTERCEPT_NAMES, Design, design_notes
 from dpreg.design.conditioning import Conditioning, identity_conditioning
 from dpreg.engines import default_schedule
 from dpreg.exceptions import (
@@ -118,6 +118,17 @@ class Problem:
     @property
     def exog_names(self) -> list[str]:
         return list(self.design.exog_names)
+
+    def intercept_column(self) -> int | None:
+        """The column that is the intercept: named so, with public bounds ``(1, 1)``;
+        ``None`` without an intercept."""
+        design = self.design
+        for j, name in enumerate(design.exog_names):
+            if name in INTERCEPT_NAMES and design.column_bounds \
+                    and design.column_bounds[j] is not None \
+                    and tuple(design.column_bounds[j]) == (1.0, 1.0):
+                return j
+        return None
 
     def public_count(self) -> int:
         """The public number the central matrices (and DP-SGD's mean gradient) divide
@@ -344,6 +355,13 @@ class Problem:
         privatized gradient is post-processing; with ``P A ~ hess_bound I`` the step is
         ``lr = lr_scale / (hess_bound (1 + p / m))``: the batch's mean curvature plus
         the spread of ``z' P z`` (mean ``p``) over ``m`` rows. Returns ``(P, lr, reason)``.
+
+        With clusters the sums are divided by the public ``G K``, not by the rows ``n``
+        (protected), so ``G`` is ``n / (G K)`` times the rows' second moment and ``z' P
+        z`` has mean ``p G K / n``: the batch's ``m`` becomes ``m f`` with the fill
+        ``f = n / (G K)`` read off the released ``G`` itself, its intercept's entry
+        (``n / (G K)`` up to the noise; post-processing), kept in ``[1/K, 1]``
+        (``f = 1`` without an intercept).
         """
         p = Z.shape[1]
         G_hat = self.matrix_statistic("G", Z, pub)
@@ -356,11 +374,21 @@ class Problem:
         if lr_given is not None:
             lr = lr_given
             why = f"lr = {lr:g} given; the gradient is preconditioned by P = G^-1."
-        else:
+        elif self.groups is None:
             lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / pub.batch_size))
             why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / m)): "
                    "the gradient is preconditioned by P = G^-1, G a private second-moment "
                    f"matrix of the conditioned rows ({moved} eigenvalue(s) floored).")
+        else:
+            j = self.intercept_column()
+            k = int(self.max_group_size)
+            fill = 1.0 if j is None else min(max(float(G_noisy[j, j]), 1.0 / k), 1.0)
+            lr = obj.family.lr_scale / (obj.hess_bound * (1.0 + p / (pub.batch_size * fill)))
+            why = (f"lr = {lr:.4g} = {obj.family.lr_scale:g} / (hess_bound * (1 + p / (m f))), "
+                   f"f = {fill:.3g} the clusters' fill n / (G K) read off the private "
+                   "second-moment matrix G (its intercept's entry; post-processing): the "
+                   f"gradient is preconditioned by P = G^-1 ({moved} eigenvalue(s) "
+                   "floored).")
         return P, lr, why
 
 

@@ -31,7 +31,7 @@ from dpreg.fits.common import (
     seed_text,
     spawn_rngs,
 )
-from dpreg.fits.ssp import intercept_column, params_to_user
+from dpreg.fits.ssp import params_to_user
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.iv import first_stage_f, iv_covariance, iv_estimate, iv_pboot_replicates
@@ -202,7 +202,7 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
         raise OptionError(f"2SLS needs at least as many excluded instruments as endogenous "
                           f"regressors; got {L - len(iv.exog_rows)} instrument column(s) for "
                           f"{len(iv.endog_cols)} endogenous column(s)")
-    intercept = intercept_column(problem)
+    intercept = problem.intercept_column()
     lo, hi = dx.endog_bounds
     shift = (lo + hi) / 2 if intercept is not None else 0.0
     y_bound = (hi - lo) / 2 if intercept is not None else max(abs(lo), abs(hi))

@@ -48,7 +48,7 @@ from typing import Any, ClassVar, Mapping
 import numpy as np
 
 from dpreg._checks import integer_at_least, positive_number
-from dpreg.design import INTERCEPT_NAMES, design_notes
+from dpreg.design import design_notes
 from dpreg.design.conditioning import Conditioning
 from dpreg.engines.ssp import (
     MECHANISMS,
@@ -88,7 +88,7 @@ from dpreg.privacy.disclosure import cluster_note
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_ssp", "ssp_plan", "intercept_column", "params_to_user", "SSPOptions",
+__all__ = ["fit_ssp", "ssp_plan", "params_to_user", "SSPOptions",
            "LABEL", "DEFAULT_SPLIT", "ROBUST_SPLIT", "ArraySource", "events_builder"]
 
 LABEL = "SSP"
@@ -336,27 +336,6 @@ def _check_ssp_problem(problem: Problem) -> None:
                           "bounds={column: (lower, upper)}")
 
 
-def intercept_column(problem: Problem) -> int | None:
-    """The column that is the intercept: named so, with public bounds (1, 1).
-
-    Parameters
-    ----------
-    problem : Problem
-
-    Returns
-    -------
-    int or None
-        Its position, or ``None`` without an intercept.
-    """
-    design = problem.design
-    for j, name in enumerate(design.exog_names):
-        if name in INTERCEPT_NAMES and design.column_bounds \
-                and design.column_bounds[j] is not None \
-                and tuple(design.column_bounds[j]) == (1.0, 1.0):
-            return j
-    return None
-
-
 def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
              ) -> tuple[SSPSettings, int | None]:
     """SSP's public plan: the bounds and clips of its sums, from declared quantities.
@@ -384,7 +363,7 @@ def ssp_plan(problem: Problem, opts: SSPOptions, cond: Conditioning
                           f"declare bounds for {list(design.undeclared)} (bounds={{column: "
                           "(lower, upper)}) or give x_bound=")
     lo, hi = design.endog_bounds
-    j = intercept_column(problem)
+    j = problem.intercept_column()
     shift = (lo + hi) / 2 if j is not None else 0.0
     y_bound = (hi - lo) / 2 if j is not None else max(abs(lo), abs(hi))
     clip = None
@@ -410,7 +389,7 @@ def params_to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
     shift : float
         The public shift of the outcome.
     intercept : int or None
-        The intercept's column (:func:`intercept_column`).
+        The intercept's column (:meth:`Problem.intercept_column`).
 
     Returns
     -------
