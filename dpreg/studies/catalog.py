@@ -231,7 +231,7 @@ def _clusters() -> Study:
         name="clusters", replicate=cl.clusters_replicate,
         grid=dict(engine=list(cl.ENGINES), G=[30, 100, 500], mu=[1.0, 2.0, 5.0]),
         constants=dict(max_group_size=cl.MAX_GROUP_SIZE, icc=cl.ICC, alpha=0.05),
-        reps=200, seed=20261127,
+        reps=200, seed=20261127, revision="2",  # 2: cluster sizes protected (G K)
         title="Clusters: linear regression on clusters of unequal sizes, clusters the "
               "privacy unit",
         description="Per cell, interval and slope: the share of fits that do not warn, "
