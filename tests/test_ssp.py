@@ -1,6 +1,7 @@
 """SSP (``engine="ssp"``): sensitivities, the non-private limit, the privacy covariance,
 the ledger, the parametric bootstrap, the results object and bad input."""
 
+import dataclasses
 import inspect
 import math
 import pickle
@@ -401,6 +402,67 @@ def test_delta_method_diagnostic_and_its_warning():
         assert low.settings.value("delta_ratio") <= cap * (1 + 1e-9)
         assert any(n.startswith("WARNING") for n in low.notes)
         assert np.all(np.isfinite(low.conf_int()))
+
+
+def test_floor_sensitivity_is_the_fit_redone_with_the_floor_doubled():
+    # post-processing of one release, computed independently: beta(tau) = G~+^-1 c~ with
+    # the eigenvalues of G~ raised to tau, and the plug-in's s.e. with sigma~^2 G~+
+    from dpreg.fits.ssp import floor_sensitivity
+    from dpreg.design.conditioning import identity_conditioning
+
+    rng = np.random.default_rng(4)
+    X = np.column_stack([np.ones(400), rng.uniform(-1, 1, 400)])
+    X = np.column_stack([X, X[:, 1] + 1e-3 * rng.normal(size=400)])  # nearly collinear
+    y = X @ [1.0, 0.5, -0.5] + rng.normal(0, 1, 400)
+    rel = SSPRelease(gram=X.T @ X, xty=X.T @ y, yty=float(y @ y), nobs=400, s_gram=1.0,
+                     s_xty=1.0, s_yty=1.0, floor=0.5)
+    lam = np.linalg.eigvalsh(rel.gram)
+    assert lam[0] < 0.5 and lam[1] > 4 * 0.5  # one eigenvalue below tau, none near 2 tau
+
+    def by_hand(tau):
+        w, U = np.linalg.eigh(rel.gram)
+        G = U @ np.diag(np.maximum(w, tau)) @ U.T
+        beta = np.linalg.solve(G, rel.xty)
+        est = ssp_estimate(dataclasses.replace(rel, floor=tau))
+        np.testing.assert_allclose(est.params, beta, rtol=1e-10)
+        return beta, np.sqrt(np.diag(ssp_covariance(est, dataclasses.replace(rel, floor=tau))))
+
+    settings_ = type("S", (), {"y_shift": 0.0, "max_group_size": None})()
+    shift, change = floor_sensitivity(ssp_estimate(rel), rel, "plugin",
+                                      identity_conditioning(3, None), settings_, None)
+    b1, s1 = by_hand(0.5)
+    b2, s2 = by_hand(1.0)
+    np.testing.assert_allclose(shift, np.abs(b2 - b1) / s1, rtol=1e-9)
+    np.testing.assert_allclose(change, np.abs(s2 / s1 - 1), rtol=1e-9)
+    assert change[1] > 0.05 and change[2] > 0.05  # the collinear pair: the floor decides
+    assert change[0] < change[1]
+
+
+def test_the_floor_warning_names_the_coefficients_it_decides():
+    # a quadratic in natural units in a codebook box, beside a well-conditioned column:
+    # the floor decides age and its square, not the other slope, and the warning names
+    # exactly the coefficients whose s.e. moves by more than 5% when the floor doubles
+    from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
+
+    rng = np.random.default_rng(8)
+    n = 2000
+    data = pd.DataFrame({"age": rng.uniform(20, 60, n), "d": rng.integers(0, 2, n)})
+    data["y"] = 10 + 0.3 * data.age - 0.003 * data.age ** 2 + 2 * data.d + rng.normal(0, 3, n)
+    bounds = {"y": (-20, 60), "age": (16, 100), "d": (0, 1)}
+    with pytest.warns(ConvergenceWarning, match="delta method is unreliable for") as rec:
+        res = dpreg.dp_ols("y ~ age + I(age ** 2) + d", data, bounds=bounds, mu=5.0,
+                           engine="ssp", ranges="declared", random_state=1)
+    change = res.floor_sensitivity["se_change"]
+    named = list(change.index[change > SSP_FLOOR_SENSITIVITY])  # in the design's order
+    message = next(str(w.message) for w in rec if "delta method" in str(w.message))
+    assert message.startswith(f"SSP: the delta method is unreliable for {named}:")
+    assert "age" in named and "d" not in named
+    # with the noise nearly off nothing is floored: no change, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        big = dpreg.dp_ols("y ~ age + I(age ** 2) + d", data, bounds=bounds, mu=1e9,
+                           engine="ssp", ranges="declared", random_state=1)
+    assert (big.floor_sensitivity.to_numpy() == 0).all()
 
 
 # ------------------------------------------------------------------ bad input

@@ -535,6 +535,9 @@ class FitRecord:
         Their findings: each warns and adds a summary line.
     checkpoint_sd : ndarray (p,), optional
         DP-GD: the spread of the last checkpoints (``results.checkpoint_sd``).
+    attributes : dict, optional
+        Further public attributes of one engine's results, by name (SSP:
+        ``floor_sensitivity``).
     diagnostics : dict, optional
         Non-private counts asked for with ``diagnostics=True``.
     nobs, n_dropped : int, optional
@@ -565,6 +568,7 @@ class FitRecord:
     checked: bool = False
     report: Any = None
     checkpoint_sd: np.ndarray | None = None
+    attributes: dict | None = None
     diagnostics: dict | None = field(default=None)
     nobs: int | None = None
     n_dropped: int | None = None
@@ -584,7 +588,7 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
         for message in report.messages(record.engine):
             warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
             notes += ("WARNING: " + message,)
-    extras: dict[str, Any] = {}
+    extras: dict[str, Any] = dict(record.attributes or {})
     if record.checkpoint_sd is not None:
         extras["checkpoint_sd"] = pd.Series(record.checkpoint_sd, index=list(design.exog_names),
                                             name="checkpoint_sd")

@@ -46,6 +46,7 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
 import numpy as np
+import pandas as pd
 
 from dpreg._checks import integer_at_least, positive_number
 from dpreg.design import design_notes
@@ -74,6 +75,7 @@ from dpreg.fits.common import (
 from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.bootstrap import bootstrap_inference
+from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.ssp import (
     FAILURE_PROB,
@@ -401,6 +403,55 @@ def params_to_user(cond: Conditioning, theta_z: np.ndarray, shift: float,
     return cond.params(theta)
 
 
+def _cr1_factor(n_groups: int, max_group_size: int, p: int) -> float:
+    """CR1's ``G/(G-1) (N-1)/(N-p)`` with the public ``N = G K`` for the rows ``n``
+    (cluster sizes are protected)."""
+    n = n_groups * max_group_size
+    return (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
+
+
+def _analytic_kind(opts: SSPOptions, n_groups: int | None) -> str:
+    """The fit's delta-method interval: its ``cov_type``, or the one the bootstrap's
+    sampling noise comes from."""
+    if opts.cov_type in ("plugin", "sandwich", "cluster"):
+        return opts.cov_type
+    return "cluster" if n_groups is not None else "sandwich" if opts.robust else "plugin"
+
+
+def _analytic_covariance(kind: str, est: SSPEstimate, rel: SSPRelease, cond: Conditioning,
+                         settings: SSPSettings, n_groups: int | None) -> np.ndarray:
+    """The delta-method covariance ``kind`` (``"plugin"``, ``"sandwich"`` or
+    ``"cluster"``) of ``est``, in the user's coordinates."""
+    if kind == "plugin":
+        return cond.covariance(ssp_covariance(est, rel))
+    factor = 1.0 if kind == "sandwich" else \
+        _cr1_factor(n_groups, settings.max_group_size, rel.xty.shape[0])
+    return cond.covariance(ssp_covariance(est, rel, sandwich=True, meat_factor=factor))
+
+
+def floor_sensitivity(est: SSPEstimate, rel: SSPRelease, kind: str, cond: Conditioning,
+                      settings: SSPSettings, intercept: int | None,
+                      n_groups: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """How much the public eigenvalue floor decides each coefficient: the fit redone with
+    the floor doubled (``2 tau``; post-processing of the same release).
+
+    Returns
+    -------
+    shift : ndarray (p,)
+        ``|beta_j(2 tau) - beta_j(tau)| / se_j(tau)``: the estimate's move in its own
+        standard errors.
+    se_change : ndarray (p,)
+        ``|se_j(2 tau) / se_j(tau) - 1|``.
+    """
+    rel2 = replace(rel, floor=2.0 * rel.floor)
+    est2 = ssp_estimate(rel2)
+    se = np.sqrt(np.diag(_analytic_covariance(kind, est, rel, cond, settings, n_groups)))
+    se2 = np.sqrt(np.diag(_analytic_covariance(kind, est2, rel2, cond, settings, n_groups)))
+    b = params_to_user(cond, est.params, settings.y_shift, intercept)
+    b2 = params_to_user(cond, est2.params, settings.y_shift, intercept)
+    return np.abs(b2 - b) / se, np.abs(se2 / se - 1.0)
+
+
 def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Conditioning,
                 settings: SSPSettings, intercept: int | None, rng: np.random.Generator,
                 params: np.ndarray, n_groups: int | None = None
@@ -412,7 +463,7 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
             "(independent rows; heteroskedasticity allowed)")
     covs, infs = {}, {}
     if n_groups is None:  # sigma~^2 needs the rows' count, protected with clusters
-        covs["plugin"] = cond.covariance(ssp_covariance(est, rel))
+        covs["plugin"] = _analytic_covariance("plugin", est, rel, cond, settings, None)
         infs["plugin"] = Inference(
             "plugin", np.sqrt(np.diag(covs["plugin"])), NormalLaw(), True,
             "Plug-in (SSP): normal interval, sampling variance sigma~^2 G~^-1 plus the "
@@ -422,11 +473,9 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
         proj = ("the projection parameter E[xx']^-1 E[xy] of the clipped distribution "
                 "(independent clusters of at most max_group_size rows; any dependence "
                 "within a cluster)")
-        # the public count G K for the rows n in CR1 (cluster sizes are protected)
-        n, p = n_groups * settings.max_group_size, rel.xty.shape[0]
-        factor = (n_groups / max(n_groups - 1, 1)) * (n - 1) / max(n - p, 1)
-        covs["cluster"] = cond.covariance(ssp_covariance(est, rel, sandwich=True,
-                                                         meat_factor=factor))
+        factor = _cr1_factor(n_groups, settings.max_group_size, rel.xty.shape[0])
+        covs["cluster"] = _analytic_covariance("cluster", est, rel, cond, settings,
+                                               n_groups)
         infs["cluster"] = Inference(
             "cluster", np.sqrt(np.diag(covs["cluster"])), StudentLaw(max(n_groups - 1, 1)),
             True,
@@ -438,7 +487,7 @@ def _inferences(est: SSPEstimate, rel: SSPRelease, opts: SSPOptions, cond: Condi
         sampling = rel.meat
         covers = proj
     elif opts.robust:
-        covs["sandwich"] = cond.covariance(ssp_covariance(est, rel, sandwich=True))
+        covs["sandwich"] = _analytic_covariance("sandwich", est, rel, cond, settings, None)
         infs["sandwich"] = Inference(
             "sandwich", np.sqrt(np.diag(covs["sandwich"])), NormalLaw(), True,
             "Sandwich (SSP): normal interval, G~^-1 (M~ + privacy term) G~^-1 with the "
@@ -590,6 +639,13 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     n_groups = getattr(source, "n_groups", None)
     inferences, covs = _inferences(est, rel, opts, cond, settings, intercept, rng_boot, params,
                                    n_groups)
+    shift, se_change = floor_sensitivity(est, rel, _analytic_kind(opts, n_groups), cond,
+                                         settings, intercept, n_groups)
+    keep = np.arange(p)  # the reported coefficients (not the absorbed effects)
+    if problem.absorbed is not None:
+        keep = np.setdiff1d(np.arange(p), problem.absorbed[2])
+    floor_named = [design.exog_names[j] for j in keep
+                   if est.n_floored and se_change[j] > SSP_FLOOR_SENSITIVITY]
 
     notes = list(source.notes())
     if n_groups is not None:
@@ -611,15 +667,22 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
                  f"{ratio:.3g} (the noise's operator norm against the smallest eigenvalue; "
                  f"the floor caps it at {cap:.3g}).")
     messages = []
-    if est.n_floored:
-        messages.append(f"SSP: the delta method is unreliable: {est.n_floored} eigenvalue(s) "
-                        f"of the released X'X were below the noise floor tau = "
-                        f"{rel.floor:.4g} and were raised to it (2 s_G sqrt(p) / "
-                        f"lambda_min(G~+) = {ratio:.3g}, at its cap): the release is "
-                        "dominated by noise in some directions and the intervals may "
-                        "undercover, the bootstrap's more than the plug-in's; increase the "
-                        "budget, n or the 'gram' share of budget_split, or tighten the "
-                        "covariates' bounds")
+    floored = (f"{est.n_floored} eigenvalue(s) of the released X'X were below the noise "
+               f"floor tau = {rel.floor:.4g} and were raised to it (2 s_G sqrt(p) / "
+               f"lambda_min(G~+) = {ratio:.3g}, at its cap)")
+    if floor_named:
+        messages.append(f"SSP: the delta method is unreliable for {floor_named}: "
+                        f"{floored}, and the standard errors of these coefficients change "
+                        f"by more than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles: "
+                        "the release is dominated by noise in their directions and their "
+                        "intervals may undercover, the bootstrap's more than the "
+                        "plug-in's (the other coefficients' intervals do not depend on the "
+                        "floor: res.floor_sensitivity). Increase the budget, n or the "
+                        "'gram' share of budget_split, or tighten the covariates' bounds")
+    elif est.n_floored:
+        notes.append(f"SSP: {floored}; no coefficient's standard error changes by more "
+                     f"than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles "
+                     "(res.floor_sensitivity), so no warning.")
     uses_sigma2 = opts.cov_type == "plugin" or (opts.cov_type.startswith("pboot")
                                                 and not opts.robust)
     if est.sigma2_floored:
@@ -666,15 +729,17 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
             diagnostics["scores_clipped"] = int(meat_clipped)
     names, df_resid, cov = None, None, covs[opts.cov_type]
     if problem.absorbed is not None:  # report the other coefficients only
-        keep = np.setdiff1d(np.arange(p), problem.absorbed[2])
         names = tuple(design.exog_names[j] for j in keep)
         params = params[keep]
         inferences = {k: _reported(inf, keep) for k, inf in inferences.items()}
         cov = None if cov is None else cov[np.ix_(keep, keep)]
         df_resid = n - p
+    sensitivity = pd.DataFrame({"shift": shift[keep], "se_change": se_change[keep]},
+                               index=[design.exog_names[j] for j in keep])
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=cov, diagnostics=diagnostics, nobs=n,
-        n_dropped=source.n_dropped, names=names, df_resid=df_resid, n_groups=n_groups))
+        n_dropped=source.n_dropped, names=names, df_resid=df_resid, n_groups=n_groups,
+        attributes={"floor_sensitivity": sensitivity}))
 

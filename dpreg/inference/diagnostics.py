@@ -80,6 +80,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "FLOOR_SENSITIVITY",
+           "SSP_FLOOR_SENSITIVITY",
            "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
            "RS_HALVES_LIMIT", "GD_ALARM", "FLOOR_RS_COVERAGE", "CURVATURE_BIAS_LIMIT",
            "curvature_bias",
@@ -97,6 +98,12 @@ HALVES_LIMIT = 4.0
 #: Relative change of a plug-in standard error when the eigenvalue floor is doubled
 #: beyond which the floor, not the data, decided it.
 FLOOR_SENSITIVITY = 0.2
+#: SSP: relative change of a coefficient's standard error when the eigenvalue floor of the
+#: released ``X'X`` is doubled beyond which the floor names the coefficient (in fits where
+#: it raised an eigenvalue). Set from the check's measured curve on the textbook study's
+#: SSP cells (``validation/ssp_floor_check.py``): the largest threshold at which no
+#: coefficient's unflagged intervals undercover (0.1 leaves 5 such coefficient-cells).
+SSP_FLOOR_SENSITIVITY = 0.05
 #: The check's batch means use this many times the default number of batches
 #: (``4 round(n^0.25)``: 48 at n = 20,000): shorter batches see a slowly mixing path as
 #: far less variable than random scaling does, while a converged path gives the same

@@ -43,6 +43,7 @@ from scipy import stats
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.families import get_family
+from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.studies.records import result_rows
 
 __all__ = ["DESIGNS", "simulate_design", "textbook_replicate", "fired_checks",
@@ -172,8 +173,9 @@ def fired_checks(res, messages: list[str]) -> tuple[list[str], set[str]]:
     """Which diagnostics fired on a fit, and the coefficients they name.
 
     DP-SGD's checks come from its convergence report (each names coefficients; a public
-    finding names none); SSP's from its warnings, which concern the whole release (every
-    coefficient counts as named). A warning of neither kind counts as ``"other"``.
+    finding names none); SSP's from its warnings: the floor's names the coefficients
+    whose standard errors it decides (``res.floor_sensitivity``), the residual
+    variance's every coefficient. A warning of neither kind counts as ``"other"``.
     """
     names = set(res.params.index)
     checks, flagged = [], set()
@@ -188,8 +190,9 @@ def fired_checks(res, messages: list[str]) -> tuple[list[str], set[str]]:
             flagged |= names
     for message in messages:
         if message.startswith("SSP: the delta method"):
-            checks.append("ssp_floor")
-            flagged |= names
+            checks.append("ssp_floor")  # names the coefficients the floor decides
+            sensitivity = res.floor_sensitivity["se_change"]
+            flagged |= set(sensitivity.index[sensitivity > SSP_FLOOR_SENSITIVITY])
         elif message.startswith("SSP: the private residual"):
             checks.append("ssp_sigma2")
             flagged |= names
