@@ -407,8 +407,8 @@ def test_delta_method_diagnostic_and_its_warning():
 def test_floor_sensitivity_is_the_fit_redone_with_the_floor_doubled():
     # post-processing of one release, computed independently: beta(tau) = G~+^-1 c~ with
     # the eigenvalues of G~ raised to tau, and the plug-in's s.e. with sigma~^2 G~+
-    from dpreg.fits.ssp import floor_sensitivity
     from dpreg.design.conditioning import identity_conditioning
+    from dpreg.fits.ssp import floor_sensitivity
 
     rng = np.random.default_rng(4)
     X = np.column_stack([np.ones(400), rng.uniform(-1, 1, 400)])
