@@ -210,3 +210,39 @@ def test_predictions_need_the_absorbed_effects_and_are_refused():
         res.predict(data.head(3))
     with pytest.raises(OptionError, match="absorbed fixed effects"):
         res.get_prediction(data.head(3))
+
+
+# ------------------------------------------------------------------ pyfixest's syntax
+def test_a_bar_in_the_formula_absorbs_the_column_as_absorb_does():
+    # "y ~ x1 + x2 | state" is absorb="state": the same fit, bit for bit (same seed)
+    data = make_panel(5)
+    opts = {"bounds": BOUNDS, "engine": "ssp", "levels": LEVELS, "random_state": 1,
+            "mu": 1.0}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        bar = dpreg.dp_ols("y ~ x1 + x2 | state", data, **opts)
+        given = dpreg.dp_ols(FORMULA, data, absorb="state", **opts)
+    assert bar.params.index.tolist() == ["x1", "x2"]
+    np.testing.assert_array_equal(bar.params, given.params)
+    np.testing.assert_array_equal(bar.conf_int(), given.conf_int())
+    assert bar.settings["absorbed effects"] == "state (12 levels)"
+
+
+@pytest.mark.parametrize("formula, options, match", [
+    ("y ~ x1 | state | x2", {}, "one '|'"),
+    ("y ~ x1 + x2 | state + x2", {}, "one categorical column"),
+    ("y ~ x1 + x2 | state", {"absorb": "state"}, "use one of them"),
+])
+def test_bad_fixed_effects_syntax_is_refused_with_a_clear_message(formula, options, match):
+    with pytest.raises((OptionError, dpreg.exceptions.FormulaError), match=match):
+        dpreg.dp_ols(formula, make_panel(6, n=200), bounds=BOUNDS, engine="ssp",
+                     levels=LEVELS, mu=1.0, **options)
+
+
+def test_split_fixed_effects_leaves_a_bar_inside_an_expression_alone():
+    from dpreg.design.formula import split_fixed_effects
+
+    assert split_fixed_effects("y ~ I(a | b) + x") == ("y ~ I(a | b) + x", None)
+    assert split_fixed_effects("y ~ I(a | b) + x | g") == ("y ~ I(a | b) + x", "g")
+    with pytest.raises(dpreg.exceptions.FormulaError, match=r"\.fit\(absorb='state'\)"):
+        dpreg.DPRegression.from_formula("y ~ x1 | state", make_panel(6, n=200))

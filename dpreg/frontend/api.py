@@ -5,7 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
-from dpreg.design.formula import build_design, capture_env, parse_iv_formula
+from dpreg.design.formula import (
+    build_design,
+    capture_env,
+    parse_iv_formula,
+    split_fixed_effects,
+)
 from dpreg.exceptions import OptionError
 from dpreg.fits.iv import IVOptions, IVProblem, fit_iv2sls
 from dpreg.fits.options import MODEL_OPTIONS
@@ -25,6 +30,12 @@ def _fit(formula, data, family, options, eval_env=1) -> DPRegressionResults:
     for name in ("c", "tau"):
         if name in options and options[name] is None:
             del options[name]
+    formula, absorb = split_fixed_effects(formula)
+    if absorb is not None:  # "y ~ x | state": absorb="state"
+        if options.get("absorb") is not None:
+            raise OptionError(f"the formula absorbs {absorb!r} after '|' and absorb="
+                              f"{options['absorb']!r} was given too: use one of them")
+        options["absorb"] = absorb
     model_opts = {k: options.pop(k) for k in list(options) if k in MODEL_OPTIONS}
     eval_env = model_opts.pop("eval_env", 0) + eval_env + 1
     model = DPRegression.from_formula(formula, data, family=family, eval_env=eval_env,
@@ -38,7 +49,9 @@ def dp_ols(formula: str, data, **options) -> DPRegressionResults:
     Parameters
     ----------
     formula : str
-        Patsy formula, e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``.
+        Patsy formula, e.g. ``"GPA_year1 ~ ssp + sfp + sfsp + sex + C(hsgroup)"``;
+        ``"y ~ x1 + x2 | state"`` (pyfixest's syntax) absorbs the fixed effects of
+        ``state``, as ``absorb="state"`` does.
     data : pandas.DataFrame or dask.dataframe.DataFrame
         A Dask frame is summed partition by partition by ``engine="ssp"`` (the only
         engine that reads one; see the user guide's SSP page).

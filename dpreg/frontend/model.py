@@ -23,8 +23,14 @@ from dpreg.design import (
     design_from_arrays,
 )
 from dpreg.design.conditioning import Conditioning, default_conditioning
-from dpreg.design.formula import build_design, capture_env, column_kinds, numerical_columns
-from dpreg.exceptions import BudgetExceededError, OptionError, PrivacyLeakWarning
+from dpreg.design.formula import (
+    build_design,
+    capture_env,
+    column_kinds,
+    numerical_columns,
+    split_fixed_effects,
+)
+from dpreg.exceptions import BudgetExceededError, FormulaError, OptionError, PrivacyLeakWarning
 from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
 from dpreg.fits.common import Problem, leak, ranges_rng
 from dpreg.fits.oracle import fit_oracle
@@ -245,6 +251,11 @@ class DPRegression:
         DPRegression
             The model (nothing is fitted yet).
         """
+        base, absorb = split_fixed_effects(formula)
+        if absorb is not None:  # a fit option: the model's design has no '|'
+            raise FormulaError(f"{formula!r} absorbs {absorb!r}, an option of the fit: "
+                               f"DPRegression.from_formula({base!r}, ...).fit(absorb="
+                               f"{absorb!r}), or dpreg.dp_ols({formula!r}, ...)")
         family_obj = get_family(family)
         if is_dask_frame(data):
             design, rows = dask_design(formula, data, missing=missing, bounds=bounds,

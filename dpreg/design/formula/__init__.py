@@ -18,6 +18,8 @@ One module per step, lowest first:
   from that description (saved results, stream checkpoints);
 - :mod:`~dpreg.design.formula.iv`: instrumental-variables formulas in linearmodels'
   syntax;
+- :mod:`~dpreg.design.formula.fixed_effects`: absorbed fixed effects in pyfixest's syntax
+  (``y ~ x | state``);
 - :mod:`~dpreg.design.formula.restrictions`: linear restrictions in statsmodels'
   spellings.
 
@@ -25,6 +27,7 @@ The names below are what the rest of dpreg imports from here.
 """
 
 from dpreg.design.formula.build import build_design
+from dpreg.design.formula.fixed_effects import split_fixed_effects
 from dpreg.design.formula.iv import IVFormula, parse_iv_formula
 from dpreg.design.formula.namespace import (
     capture_env,
@@ -48,4 +51,5 @@ __all__ = ["build_design", "build_exog", "build_chunk", "build_rows", "column_ki
            "capture_env", "formula_namespace", "namespace_env", "template_prototype",
            "template_from_prototype", "portable_namespace", "restore_namespace",
            "IVFormula", "parse_iv_formula", "linear_constraint", "design_prototype",
-           "design_info_from_prototype", "numerical_columns", "column_combos"]
+           "design_info_from_prototype", "numerical_columns", "column_combos",
+           "split_fixed_effects"]
