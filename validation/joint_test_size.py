@@ -1,12 +1,17 @@
 """Size of joint tests (issue 26, item 4): Wald tests of q true restrictions on DP-SGD
-fits, by the plug-in (reference law from re-released covariances) and by random scaling.
+fits, by the plug-in (reference law from re-released covariances; beyond
+``PLUGIN_JOINT_MAX`` restrictions also the Bonferroni combination) and by random scaling
+(the multivariate pivot up to ``RS_JOINT_MAX`` restrictions, the Bonferroni combination
+of the exact scalar tests beyond; :mod:`dpreg.results.hypothesis`).
 
 Design: ``y = 1 + e`` with 12 covariates uniform on their declared boxes [-1, 1] (all
-slopes zero), the outcome clipped to [-4, 6], the defaults of ``dp_ols`` with
-``cov_type="plugin"``. For q = 1, 4 and 12 restrictions (the first q slopes are zero) the
-share of fits whose ``wald_test`` p-value is below 0.05, per (n, mu). A last row: a
-design in natural units (a quadratic in age, a log income, codebook boxes), its 5 slopes
-zero, against the chi-square reference on the same fits.
+slopes zero), the outcome clipped to [-4, 6], the defaults of ``dp_ols`` (learned ranges
+included) with ``engine="dpsgd"``, ``cov_type="plugin"``. For q = 1, 2, 4, 6, 8 and 12
+restrictions (the first q slopes are zero) the share of fits whose ``wald_test`` p-value
+is below 0.05, per (n, mu), by the fit's tests and, for comparison, by the
+multivariate random-scaling pivot alone (``rs_pivot``). A last row: a design in natural
+units (a quadratic in age, a log income, codebook boxes), its 5 slopes zero, against the
+chi-square reference on the same fits.
 
     python validation/joint_test_size.py [--reps 200]
 """
@@ -29,8 +34,10 @@ OUT = pathlib.Path(__file__).parent / "results" / "joint_test_size.txt"
 
 
 def cell(n: int, mu: float, reps: int) -> str:
-    qs = (1, 4, P)
-    rejected = {(m, q): 0 for m in ("plugin", "rs") for q in qs}
+    from dpreg.inference.rs_joint import contrast_scale_matrix, rs_joint_law
+
+    qs = (1, 2, 4, 6, 8, P)
+    rejected = {(m, q): 0 for m in ("plugin", "rs", "rs_pivot") for q in qs}
     for r in range(reps):
         rng = np.random.default_rng(r)
         data = pd.DataFrame(rng.uniform(-1, 1, (n, P)), columns=NAMES)
@@ -40,9 +47,15 @@ def cell(n: int, mu: float, reps: int) -> str:
             res = dpreg.dp_ols("y ~ " + " + ".join(NAMES), data, mu=mu, bounds=BOUNDS,
                                random_state=r, cov_type="plugin", engine="dpsgd")
         for m, q in rejected:
-            spec = ", ".join(f"{c} = 0" for c in NAMES[:q])
-            test = res.wald_test(spec, method=m, scalar=True)
-            rejected[(m, q)] += float(np.squeeze(test.pvalue)) < 0.05
+            if m == "rs_pivot":  # the multivariate pivot's law at every q
+                R = np.eye(P + 1)[1:q + 1]
+                d = R @ res.params.to_numpy()
+                G = contrast_scale_matrix(res.inferences["rs"], R)
+                pvalue = float(rs_joint_law.sf(float(d @ np.linalg.solve(G, d)) / q, q))
+            else:
+                spec = ", ".join(f"{c} = 0" for c in NAMES[:q])
+                pvalue = float(np.squeeze(res.wald_test(spec, method=m, scalar=True).pvalue))
+            rejected[(m, q)] += pvalue < 0.05
     se = (0.05 * 0.95 / reps) ** 0.5
     parts = "  ".join(f"{m} q={q}: {k / reps:.3f}" for (m, q), k in rejected.items())
     return f"n = {n:5d} mu = {mu:g}: {parts}  (MC s.e. {se:.3f})"
