@@ -31,8 +31,6 @@ def _budget(args, default_mu=None) -> dict:
     return out
 
 
-#: ``--family`` spellings (statsmodels' names) and dpreg's family names.
-FAMILIES = {"ols": "linear", "huber": "huber", "expectile": "expectile", "logit": "logistic"}
 OUTPUTS = ("text", "latex", "html", "csv")
 
 
@@ -123,7 +121,7 @@ def cmd_fit(args) -> int:
     import dpreg
 
     data = pd.read_csv(args.data)
-    family = FAMILIES[args.family]
+    family = _family_names()[args.family]
     model_opts = dict(bounds=_parse_bounds(args.bounds), levels=_parse_levels(args.levels, data))
     if args.c is not None:
         model_opts["c"] = args.c
@@ -161,6 +159,25 @@ def cmd_fit(args) -> int:
             for w in leaks:
                 print(f"- {w.message}")
     return 0
+
+
+def _family_names() -> dict[str, str]:
+    """``--family`` spellings and the registry's names: statsmodels' name of the model
+    where a family has one (``Family.cli_name``), else the registry name
+    (:data:`dpreg.families.FAMILIES`)."""
+    from dpreg.families import FAMILIES
+
+    return {fam.cli_name or name: name for name, fam in FAMILIES.items()}
+
+
+def _family_help() -> str:
+    """``--family``'s help: each spelling, with what it is where the name does not say."""
+    from dpreg.families import FAMILIES
+
+    items = [spelling + (" (squared loss)" if FAMILIES[name].squared_loss else "")
+             + (" (with --tau)" if FAMILIES[name].uses_tau else "")
+             for spelling, name in _family_names().items()]
+    return ", ".join(items[:-1]) + " or " + items[-1] if len(items) > 1 else items[0]
 
 
 def _engine_names() -> list[str]:
@@ -207,8 +224,8 @@ def main(argv=None) -> int:
     fit = sub.add_parser("fit", help="fit a formula to a CSV file and print the summary")
     fit.add_argument("formula")
     fit.add_argument("--data", required=True, help="CSV file")
-    fit.add_argument("--family", default="ols", choices=list(FAMILIES),
-                     help="ols (squared loss), huber, expectile (with --tau) or logit")
+    fit.add_argument("--family", default="ols", choices=list(_family_names()),
+                     help=_family_help())
     fit.add_argument("--c", type=float, help="Huber/expectile truncation constant")
     fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
     fit.add_argument("--engine", default=None, choices=[*_engine_names(), "auto"],

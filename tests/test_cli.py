@@ -229,6 +229,26 @@ def test_fit_help_lists_every_engine_and_interval_method_of_the_registry(capsys)
             assert method in out, method
 
 
+def test_family_choices_come_from_the_family_registry(capsys, monkeypatch):
+    import dataclasses
+
+    from dpreg.__main__ import _family_names
+    from dpreg.families import FAMILIES
+
+    # the spellings before the registry was read (statsmodels' names where they differ)
+    # are kept, and every family of the registry has one
+    old = {"ols": "linear", "huber": "huber", "logit": "logistic", "expectile": "expectile"}
+    assert old.items() <= _family_names().items()
+    assert sorted(_family_names().values()) == sorted(FAMILIES)
+    # a family added to the registry is offered under its name
+    toy = dataclasses.replace(FAMILIES["logistic"], name="toy", cli_name=None)
+    monkeypatch.setitem(FAMILIES, "toy", toy)
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "ols,huber,logit,expectile," in out and "toy}" in out and " or toy" in out
+
+
 def test_fit_with_clusters_and_absorbed_effects(tmp_path, capsys):
     # the options of clustered and fixed-effects analyses reach the fit: SSP's cluster
     # sandwich for OLS, DP-SGD batches of clusters for a logit, absorbed state effects

@@ -2,6 +2,8 @@
 records and checked against scipy, and built by an oracle fit and checked against
 statsmodels (OLS and Logit) attribute by attribute."""
 
+import dataclasses
+import math
 import pickle
 
 import numpy as np
@@ -12,6 +14,7 @@ from scipy import stats
 
 import dpreg
 from dpreg.exceptions import OptionError, PrivateStatisticError
+from dpreg.families import FAMILIES, get_family
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.pivot import rs_pivot
 from dpreg.results import DPRegressionResults, ResultsModel
@@ -151,6 +154,30 @@ def test_public_model_description(by_hand):
                                  family="linear", nobs=50)
     assert model.param_names == list(NAMES)
     assert by_hand.family_name == "linear"
+
+
+@pytest.mark.parametrize("name, c, tau, weights", [
+    ("linear", math.inf, 0.5, None), ("linear", math.inf, 0.5, "mallows"),
+    ("huber", 1.345, 0.5, "mallows"), ("logistic", math.inf, 0.5, None),
+    ("expectile", 1.345, 0.3, None), ("expectile", math.inf, 0.8, "mallows")])
+def test_family_name_is_read_off_every_label_a_family_describes(by_hand, name, c, tau,
+                                                                 weights, monkeypatch):
+    monkeypatch.setattr(by_hand, "family_label", get_family(name).describe(c, tau, weights))
+    assert by_hand.family_name == name
+
+
+def test_family_name_is_not_a_prefix_match(by_hand, monkeypatch):
+    # a family whose label begins with another's is told apart from it
+    longer = dataclasses.replace(get_family("huber"), name="huber_skew",
+                                 label="Huber skewed")
+    monkeypatch.setitem(FAMILIES, "huber_skew", longer)
+    monkeypatch.setattr(by_hand, "family_label", longer.describe(1.0, 0.5, None))
+    assert by_hand.family_name == "huber_skew"
+    monkeypatch.setattr(by_hand, "family_label", "Huber (c = 1)")
+    assert by_hand.family_name == "huber"
+    monkeypatch.setattr(by_hand, "family_label", "Hubert")
+    with pytest.raises(OptionError, match="unknown family label"):
+        _ = by_hand.family_name
 
 
 def test_pickle_keeps_the_numbers_and_drops_cached_values(by_hand):

@@ -92,6 +92,10 @@ class Family:
         step-size bias), ``"boxed"`` (when declared boxes condition the rows: a score
         piecewise linear in theta, measured for Huber) or ``None`` (the ldp-sgd paper's
         step ``ldp_lr_scale / kappa``).
+    cli_name : str or None
+        Its spelling for ``python -m dpreg fit --family`` where statsmodels' name of the
+        model differs from the registry name (``"ols"``, ``"logit"``); ``None``: the
+        registry name.
     """
 
     name: str
@@ -116,6 +120,7 @@ class Family:
     statsmodels_model: str | None = None
     checks_curvature_bias: bool = False
     ldp_offset_step: str | None = None
+    cli_name: str | None = None
 
     def __post_init__(self):
         if self.ldp_offset_step not in ("always", "boxed", None):

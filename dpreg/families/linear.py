@@ -38,4 +38,4 @@ LINEAR = Family(name="linear", code=CODE, label="Linear (squared loss)", loss=lo
                 dloss=dloss, d2loss=d2loss, psi_bound=lambda c, tau: None,
                 hess_bound=lambda c, tau: 1.0, check_y=check_y, lr_scale=1.0,
                 ldp_lr_scale=1.0, squared_loss=True, statsmodels_model="OLS",
-                ldp_offset_step="always")
+                ldp_offset_step="always", cli_name="ols")

@@ -62,4 +62,4 @@ LOGISTIC = Family(name="logistic", code=CODE, label="Logistic", loss=loss, dloss
                   d2loss=d2loss, psi_bound=lambda c, tau: 1.0,
                   hess_bound=lambda c, tau: 0.25, check_y=check_y, binary_outcome=True,
                   location=False, inverse_link=inverse_link, statsmodels_model="Logit",
-                  checks_curvature_bias=True)
+                  checks_curvature_bias=True, cli_name="logit")

@@ -163,6 +163,6 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
         diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
     labels = {"ridge": "ridge (lambda)", "lambda_min": "lambda_min (private)"}
     return build_results(problem, FitRecord(
-        params=params, inferences=inferences, cov_type="plugin", engine=LABEL,
+        params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=cov, diagnostics=diagnostics))

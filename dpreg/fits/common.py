@@ -31,6 +31,7 @@ from dpreg.exceptions import (
     user_stacklevel,
 )
 from dpreg.families import Objective
+from dpreg.inference.methods import base_method, with_derived
 from dpreg.inference.plugin import (
     cluster_score_matrix,
     floor_eigenvalues,
@@ -606,12 +607,19 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
     df_resid = record.df_resid
     if record.n_groups is not None:  # cluster sizes are protected
         nobs, n_dropped, df_resid = None, None, record.n_groups - 1
+    # the methods that post-process a released record (inference.methods.with_derived);
+    # the one chosen as cov_type brings its covariance matrix to cov_params
+    inferences = with_derived(record.inferences, record.cov_matrix)
+    cov_matrix, chosen = record.cov_matrix, inferences.get(record.cov_type)
+    if base_method(record.cov_type) != record.cov_type and chosen is not None \
+            and chosen.cov is not None:
+        cov_matrix = chosen.cov
     return DPRegressionResults(
         params=record.params, names=names, endog_name=design.endog_name,
-        inferences=record.inferences, cov_type=record.cov_type, nobs=nobs,
+        inferences=inferences, cov_type=record.cov_type, nobs=nobs,
         df_model=design.df_model, private=True, family_label=problem.objective.label(),
         engine=record.engine, settings=settings, n_dropped=n_dropped,
-        formula=design.formula, ledger=record.ledger, cov_matrix=record.cov_matrix,
+        formula=design.formula, ledger=record.ledger, cov_matrix=cov_matrix,
         design_info=design.design_info if record.names is None else None,
         trajectory=record.trajectory, notes=notes, extras=extras, df_resid=df_resid)
 

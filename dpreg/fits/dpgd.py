@@ -107,12 +107,12 @@ class DPGDOptions(PathOptions):
         integer_at_least("burn_in", self.burn_in, 0)
         number_in("ema_beta", self.ema_beta, 0, 1)
         check_steps(self.steps)
-        if self.cov_type == "runs" and self.runs != self.n_estimates:
+        if self.base_cov_type == "runs" and self.runs != self.n_estimates:
             raise OptionError(
                 f"cov_type='runs' needs runs = n_estimates (one estimate per independent "
                 f"run; each run is paid from the budget); got runs={self.runs}, "
                 f"n_estimates={self.n_estimates}")
-        if self.cov_type != "runs" and self.runs != 1:
+        if self.base_cov_type != "runs" and self.runs != 1:
             raise OptionError(f"runs={self.runs} applies to cov_type='runs' only; "
                               f"cov_type={self.cov_type!r} uses one run")
         if self.upa_k is not None and self.aggregate != "upa":
@@ -136,7 +136,7 @@ def _resolve_steps(opts, lr: float) -> tuple[int, list[str]]:
     if opts.steps is not None:
         return int(opts.steps), []
     total, length = default_gd_steps(opts.n_estimates, opts.burn_in, lr)
-    if opts.cov_type == "runs":
+    if opts.base_cov_type == "runs":
         steps = opts.burn_in + length
         why = (f"steps = {steps} per run: burn_in + {length} (100 / lr, within [1000, "
                "10000]), long against the mixing time 1/(lr lambda_min) on unit-scale "
@@ -151,7 +151,7 @@ def _resolve_steps(opts, lr: float) -> tuple[int, list[str]]:
 
 def _check_layout(opts, steps: int) -> int:
     """Check that the run(s) can give the estimates; return the default ``upa_k``."""
-    if opts.cov_type == "runs":
+    if opts.base_cov_type == "runs":
         post = steps - opts.burn_in
         if post < 1 and opts.aggregate != "last":
             raise OptionError(f"steps = {steps} per run leaves no iterate after burn_in = "
@@ -318,7 +318,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
     out = dataclasses.replace(out, paths=cond.params(out.paths))
     names = design.exog_names
     inferences, params, ckpt_sd, notes = _dpgd_inference(out, opts, upa_k)
-    estimates = inferences[opts.cov_type].estimates
+    estimates = inferences[opts.base_cov_type].estimates
     cov = np.atleast_2d(np.cov(estimates, rowvar=False)) / estimates.shape[0]
     notes = [TARGET_NOTE, *notes]
     if runs > 1:
@@ -359,7 +359,7 @@ def fit_dpgd(problem: Problem, opts: DPGDOptions, request,
         # post-burn-in iterates in the private second moment G = P^-1)
         report = with_curvature_bias(report, names, np.asarray(params), engine_path0,
                                      engine_path0.mean(axis=0), np.linalg.inv(precond),
-                                     inferences[opts.cov_type].scale)
+                                     inferences[opts.base_cov_type].scale)
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, {"noise_std": "noise_std (lambda)"}),
@@ -396,14 +396,14 @@ def _dpgd_inference(out, opts, upa_k: int):
         f"Checkpoints: every {length}-th iterate after burn-in {burn_in} (the last is the "
         f"final iterate), t({m - 1}) interval (3.1)."))
     inferences = {"batch_means": bm, "checkpoints": cp}
-    chosen = inferences[opts.cov_type]
+    chosen = inferences[opts.base_cov_type]
     if how == "mean":
         params = chosen.center
     else:
         params = aggregate(iterates[burn_in:], how, **kw)
         notes.append(f"coef is the {_AGG_LABEL[how]} of the iterates (aggregate={how!r}); "
                      "intervals and p-values are centred at theta_bar, the mean of the "
-                     f"{m} {opts.cov_type.replace('_', ' ')} estimates, as in (3.1).")
+                     f"{m} {opts.base_cov_type.replace('_', ' ')} estimates, as in (3.1).")
     return inferences, params, cp.estimates.std(axis=0, ddof=1), notes
 
 

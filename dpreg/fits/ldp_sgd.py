@@ -108,7 +108,7 @@ class LDPOptions(PathOptions):
         ``{"path": 1}``); the private plug-in gets :data:`LDP_PLUGIN_SPLIT` by default."""
         split = self.budget_split
         if split is None:
-            split = LDP_PLUGIN_SPLIT if self.cov_type == "plugin" else {"path": 1.0}
+            split = LDP_PLUGIN_SPLIT if self.base_cov_type == "plugin" else {"path": 1.0}
         return plugin_split(split, tuple(DEFAULT_BUDGET_SPLIT))
 RS_NOTE = ("RS: random-scaling pivot of the one-pass path (one row per step, no "
            "correction needed; ldp-sgd paper, Cor. 4).")
@@ -438,7 +438,7 @@ class LDPRun:
                          "must see each row's gradient and Hessian at its iterate to form "
                          "them, unlike the LDP estimate; their budget is in the ledger.")
         cov_type = self.opts.cov_type
-        if cov_type not in inferences:
+        if self.opts.base_cov_type not in inferences:
             cov_type = "rs"
             notes.append(f"cov_type {self.opts.cov_type!r} is not available for this "
                          "release; p-values use random scaling.")

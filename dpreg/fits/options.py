@@ -19,6 +19,7 @@ import numpy as np
 
 from dpreg._checks import integer_at_least, one_of, positive_number
 from dpreg.exceptions import OptionError
+from dpreg.inference.methods import base_method
 from dpreg.privacy.ranges import DEFAULT_RANGES_SHARE
 from dpreg.privacy.request import split_budget
 
@@ -92,6 +93,12 @@ class CommonOptions:
         if isinstance(rs, numbers.Integral) and rs < 0:
             raise OptionError(f"random_state must be non-negative, got {rs}")
 
+    @property
+    def base_cov_type(self) -> str:
+        """The interval method the engine's fit builds for ``cov_type``: ``cov_type``
+        itself, or the method a derived one post-processes
+        (:func:`dpreg.inference.methods.base_method`). The fits branch on this."""
+        return base_method(self.cov_type)
 
     @property
     def ranges_share(self) -> float:

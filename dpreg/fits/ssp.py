@@ -211,7 +211,7 @@ class SSPOptions(CommonOptions):
             if not self.robust:
                 raise OptionError("clip bounds the sandwich's scores, released only with "
                                   "robust=True; got clip without robust=True")
-        if self.cov_type == "sandwich" and not self.robust:
+        if self.base_cov_type == "sandwich" and not self.robust:
             raise OptionError("cov_type='sandwich' needs the meat, a fourth release: pass "
                               "robust=True (it takes a share of the budget)")
         integer_at_least("n_boot", self.n_boot, 100)
@@ -229,7 +229,7 @@ class SSPOptions(CommonOptions):
             if self.max_group_size is not None:
                 raise OptionError("max_group_size bounds the rows of a cluster; it needs "
                                   "groups= (the column of cluster labels)")
-            if self.cov_type == "cluster":
+            if self.base_cov_type == "cluster":
                 raise OptionError("cov_type='cluster' needs groups= (the column of cluster "
                                   "labels), max_group_size= and robust=True")
             return
@@ -244,12 +244,12 @@ class SSPOptions(CommonOptions):
                               "and no cov_type; it takes a share of the budget). Without "
                               "it the intervals would assume independent rows and need "
                               "the rows' count, which protected cluster sizes keep private")
-        if self.cov_type == "plugin":
+        if self.base_cov_type == "plugin":
             raise OptionError("with groups= the plug-in (sigma~^2 G~^-1) is not offered: it "
                               "assumes independent rows and needs the rows' count, which "
                               "protected cluster sizes keep private. Use "
                               "cov_type='cluster' (the default) or 'pboot'")
-        if self.cov_type == "sandwich":
+        if self.base_cov_type == "sandwich":
             raise OptionError("with groups= the meat is summed by cluster: use "
                               "cov_type='cluster' (with robust=True), not 'sandwich'")
 
@@ -413,8 +413,8 @@ def _cr1_factor(n_groups: int, max_group_size: int, p: int) -> float:
 def _analytic_kind(opts: SSPOptions, n_groups: int | None) -> str:
     """The fit's delta-method interval: its ``cov_type``, or the one the bootstrap's
     sampling noise comes from."""
-    if opts.cov_type in ("plugin", "sandwich", "cluster"):
-        return opts.cov_type
+    if opts.base_cov_type in ("plugin", "sandwich", "cluster"):
+        return opts.base_cov_type
     return "cluster" if n_groups is not None else "sandwich" if opts.robust else "plugin"
 
 
@@ -683,7 +683,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         notes.append(f"SSP: {floored}; no coefficient's standard error changes by more "
                      f"than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles "
                      "(res.floor_sensitivity), so no warning.")
-    uses_sigma2 = opts.cov_type == "plugin" or (opts.cov_type.startswith("pboot")
+    uses_sigma2 = opts.base_cov_type == "plugin" or (opts.base_cov_type.startswith("pboot")
                                                 and not opts.robust)
     if est.sigma2_floored:
         text = (f"SSP: the private residual sum of squares ({est.rss:.4g}) was below its "
@@ -727,7 +727,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         diagnostics = {"rows_clipped": int(sums.rows_clipped)}
         if meat_clipped is not None:
             diagnostics["scores_clipped"] = int(meat_clipped)
-    names, df_resid, cov = None, None, covs[opts.cov_type]
+    names, df_resid, cov = None, None, covs[opts.base_cov_type]
     if problem.absorbed is not None:  # report the other coefficients only
         names = tuple(design.exog_names[j] for j in keep)
         params = params[keep]

@@ -4,15 +4,27 @@ One record per name a fit's ``inferences`` may hold (and ``cov_type`` may choose
 label in summaries, whether its scale is a standard error, one line for the command
 line's help, and the engines that offer it. The engines' ``cov_types``, the summaries'
 labels (:data:`dpreg.results.summary.METHOD_LABELS`) and ``python -m dpreg fit
---cov-type`` read it. Adding a method: its construction in :mod:`dpreg.inference`, one
-line here, and its ``Inference`` record in the offering engines' fits.
+--cov-type`` read it.
+
+Adding a method that post-processes another method's record (a different law, a
+correction of the scale): its module in :mod:`dpreg.inference` and one line here with
+its ``source`` and ``builder``; every fit that releases the source then carries it
+(:func:`with_derived`, called by :func:`dpreg.fits.common.build_results`). A method
+built from an engine's own output: its construction in :mod:`dpreg.inference`, one line
+here, and its ``Inference`` record in the offering engines' fits.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Mapping
 
-__all__ = ["Method", "METHODS", "method_labels", "engine_methods", "offered_methods"]
+import numpy as np
+
+from dpreg.inference.base import Inference
+
+__all__ = ["Method", "METHODS", "method_labels", "engine_methods", "offered_methods",
+           "base_method", "with_derived"]
 
 
 @dataclass(frozen=True)
@@ -32,6 +44,15 @@ class Method:
         One line for the command line's help.
     engines : tuple of str
         The engines (keys of :data:`dpreg.fits.registry.ENGINES`) that offer it.
+    source : str or None
+        For a method that post-processes another method's record: that method's name
+        (which each of ``engines`` must offer); ``None`` for a method an engine's fit
+        builds itself.
+    builder : callable or None
+        With ``source``: ``builder(record, cov) -> Inference``, from the source's
+        :class:`~dpreg.inference.base.Inference` and its covariance matrix (``None``
+        when it has none) to this method's record. Post-processing of released
+        quantities: it reads no data and spends nothing.
     """
 
     name: str
@@ -39,6 +60,13 @@ class Method:
     standard_error: bool
     description: str
     engines: tuple[str, ...]
+    source: str | None = None
+    builder: Callable[[Inference, np.ndarray | None], Inference] | None = None
+
+    def __post_init__(self):
+        if (self.source is None) != (self.builder is None):
+            raise ValueError(f"method {self.name!r}: give both source and builder, or "
+                             "neither")
 
 
 #: The interval methods, in the order each engine lists those it offers after its
@@ -113,3 +141,52 @@ def offered_methods() -> tuple[str, ...]:
         The names.
     """
     return tuple(name for name, m in METHODS.items() if m.engines)
+
+
+def base_method(name: str) -> str:
+    """The method an engine's fit builds for ``cov_type=name``: ``name`` itself, or the
+    source of a method derived from another (:attr:`Method.source`).
+
+    Parameters
+    ----------
+    name : str
+        A method's name.
+
+    Returns
+    -------
+    str
+        The name of the method the fit builds.
+    """
+    method = METHODS.get(name)
+    return name if method is None or method.source is None else method.source
+
+
+def with_derived(inferences: Mapping[str, Inference],
+                 cov_matrix: np.ndarray | None = None) -> dict[str, Inference]:
+    """``inferences`` and the record of every derived method whose source is among them.
+
+    Parameters
+    ----------
+    inferences : mapping
+        A fit's records by method name.
+    cov_matrix : ndarray or None
+        The fit's covariance matrix (``cov_params``): a source record without a
+        covariance of its own has this one when its standard errors are its diagonal.
+
+    Returns
+    -------
+    dict
+        The records, the derived ones after those they derive from.
+    """
+    out = dict(inferences)
+    for name, method in METHODS.items():
+        if method.source is None or method.source not in out or name in out:
+            continue
+        source = out[method.source]
+        cov = source.cov
+        if cov is None and cov_matrix is not None and source.is_standard_error \
+                and np.allclose(np.sqrt(np.diag(cov_matrix)), source.scale, rtol=1e-9,
+                                atol=0.0):
+            cov = cov_matrix
+        out[name] = method.builder(source, cov)
+    return out

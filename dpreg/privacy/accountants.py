@@ -80,7 +80,7 @@ from dpreg.privacy.wor_pld import wor_gaussian_pld
 from dpreg.privacy.wor_rdp import best_order
 
 __all__ = ["rigorous_epsilon", "rigorous_delta", "rigorous_rdp_curve", "zcdp_rho_upper",
-           "accountant_kind", "pld_discretization", "rdp_epsilon", "rdp_delta"]
+           "pld_discretization", "rdp_epsilon", "rdp_delta"]
 
 _NR = dp_accounting.NeighboringRelation
 _VERSION = metadata.version("dp-accounting")
@@ -109,16 +109,6 @@ def _check_events(events) -> tuple[GaussianMechanismEvent, ...]:
 
 def _has_wor(events) -> bool:
     return any(e.is_subsampled and e.sampling == "uniform" for e in events)
-
-
-def accountant_kind(events) -> str:
-    """The accountant of :func:`rigorous_epsilon`: ``"pld"`` for every event set.
-
-    (It was ``"rdp"`` for sampling without replacement before
-    :mod:`dpreg.privacy.wor_pld`; RDP is now the cross-check :func:`rdp_epsilon`.)
-    """
-    _check_events(events)
-    return "pld"
 
 
 def _merged_gaussian_mu(events) -> float:

@@ -33,12 +33,7 @@ from dataclasses import dataclass
 
 from dpreg._checks import positive_number
 from dpreg.exceptions import BudgetExceededError, DPRegError, OptionError
-from dpreg.privacy.accountants import (
-    accountant_kind,
-    pld_discretization,
-    rigorous_epsilon,
-    zcdp_rho_upper,
-)
+from dpreg.privacy.accounting import budget_accountant
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
@@ -76,10 +71,6 @@ class Calibration:
     accountant: str
 
 
-def _total_mu(events) -> float:
-    return math.sqrt(math.fsum(e.mu() ** 2 for e in events))
-
-
 def _build(builder, scale, request) -> tuple:
     try:
         events = tuple(builder(scale))
@@ -93,12 +84,9 @@ def _build(builder, scale, request) -> tuple:
 
 
 def _spend(request, events, vdi):
-    """Cost of events in the request's unit, and the accountant's name."""
-    if request.unit == "mu":
-        return _total_mu(events), "GDP composition"
-    if request.unit == "rho":
-        return zcdp_rho_upper(events), "zCDP composition"
-    return rigorous_epsilon(events, request.delta, value_discretization_interval=vdi)
+    """Cost of events in the request's unit, and the accountant's name (the unit's
+    budget accountant, :func:`dpreg.privacy.accounting.budget_accountant`)."""
+    return budget_accountant(request.unit).compose(events, delta=request.delta, grid=vdi)
 
 
 def _solve(f, x0, ftol):
@@ -177,18 +165,17 @@ def calibrate_mu_scale(request: PrivacyRequest, builder: Builder) -> Calibration
     target = request.value
     if request.unit == "mu":
         events = _build(builder, target, request)
-        total = _total_mu(events)
+        total, name = _spend(request, events, None)
         if total > target * (1 + 1e-9):
             raise BudgetExceededError(f"the mechanisms spend mu = {total:.10g} > "
                                       f"{request.describe()}: check the budget split")
-        return Calibration(target, events, total, "GDP composition")
+        return Calibration(target, events, total, name)
     guess = (rho_to_mu(target) if request.unit == "rho"
              else epsilon_to_mu(target, request.delta))
     memo = {}  # scale -> ((spent, accountant), grid) of every evaluation
 
-    def grid(events):  # the PLD grid rigorous_epsilon would choose (None: not PLD)
-        pld = request.unit == "epsilon-delta" and accountant_kind(events) == "pld"
-        return pld_discretization(events) if pld else None
+    def grid(events):  # the grid the accountant would choose (None: it has none)
+        return budget_accountant(request.unit).grid(events)
 
     scale = guess
     for _ in range(4):  # PLD grid fixed while solving, then re-checked at the root

@@ -20,7 +20,8 @@ import pandas as pd
 
 from dpreg._checks import number_in
 from dpreg.exceptions import BudgetExceededError, OptionError
-from dpreg.privacy.accountants import rdp_epsilon, rigorous_epsilon, zcdp_rho_upper
+from dpreg.privacy.accountants import zcdp_rho_upper
+from dpreg.privacy.accounting import ACCOUNTANTS, HEADLINE, budget_accountant
 from dpreg.privacy.events import ZERO_OUT, GaussianMechanismEvent
 from dpreg.privacy.gdp import mu_to_epsilon
 from dpreg.privacy.request import PrivacyRequest, format_number
@@ -69,12 +70,12 @@ class Ledger:
 
     # ------------------------------------------------------------------ recording
     def _spent(self, events) -> tuple[float, str | None]:
-        unit = self._request.unit
-        if unit == "mu":
-            return math.sqrt(math.fsum(e.mu() ** 2 for e in events)), None
-        if unit == "rho":
-            return zcdp_rho_upper(events), None
-        return rigorous_epsilon(events, self._delta)
+        """What ``events`` spend in the request's unit, by its budget accountant
+        (:func:`dpreg.privacy.accounting.budget_accountant`), and the name of the
+        accountant when it is the headline's (its epsilon is then kept), else ``None``."""
+        accountant = budget_accountant(self._request.unit)
+        spent, name = accountant.compose(events, delta=self._delta)
+        return spent, name if accountant is HEADLINE else None
 
     def record(self, event: GaussianMechanismEvent) -> None:
         """Append ``event`` if the budget allows it; otherwise raise and change nothing.
@@ -90,6 +91,10 @@ class Ledger:
         if not isinstance(event, GaussianMechanismEvent):
             raise OptionError(f"event must be a GaussianMechanismEvent; "
                               f"got {type(event).__name__}")
+        for accountant in {budget_accountant(self._request.unit), HEADLINE}:
+            if not accountant.supports(event):
+                raise OptionError(f"the {accountant.name} accountant does not support "
+                                  f"event {event.name!r}")
         if self._events and event.adjacency != self._events[0].adjacency:
             raise OptionError(f"event {event.name!r} has adjacency {event.adjacency!r}; the "
                               f"ledger's events use {self._events[0].adjacency!r}")
@@ -140,7 +145,7 @@ class Ledger:
         if not self._events:
             return 0.0, "none"
         if self._rigorous is None or self._rigorous[0] != len(self._events):
-            eps, name = rigorous_epsilon(self._events, self._delta)
+            eps, name = HEADLINE.epsilon_at_delta(self._events, self._delta)
             self._rigorous = (len(self._events), eps, name)
         return self._rigorous[1], self._rigorous[2]
 
@@ -154,7 +159,8 @@ class Ledger:
             return None
         cached = getattr(self, "_rdp_check", None)
         if cached is None or cached[0] != len(self._events):
-            self._rdp_check = (len(self._events), *rdp_epsilon(self._events, self._delta))
+            self._rdp_check = (len(self._events),
+                               *ACCOUNTANTS["rdp"].epsilon_at_delta(self._events, self._delta))
             cached = self._rdp_check
         return cached[1], cached[2]
 

@@ -144,11 +144,15 @@ class DPRegressionResults:
     @property
     def family_name(self) -> str:
         """Registry name of the family (``"linear"``, ``"huber"``, ``"expectile"``,
-        ``"logistic"``), read off the fit's label."""
-        for name, fam in FAMILIES.items():
-            if self.family_label.startswith(fam.label):
-                return name
-        raise OptionError(f"unknown family label {self.family_label!r}")
+        ``"logistic"``, ...), read off the fit's label: the family whose label it is,
+        followed by nothing, its constants ``" (...)"`` or its weights ``", ..."``
+        (:meth:`dpreg.families.Family.describe`); the longest such label if several."""
+        label = self.family_label
+        found = [name for name, fam in FAMILIES.items()
+                 if label == fam.label or label.startswith((fam.label + " (", fam.label + ","))]
+        if not found:
+            raise OptionError(f"unknown family label {label!r}")
+        return max(found, key=lambda name: len(FAMILIES[name].label))
 
     @property
     def family(self) -> Family:
