@@ -2,6 +2,8 @@
 
 - :mod:`dpreg.results.results`: :class:`DPRegressionResults` (estimates, inference,
   ledger, tests, predictions, saving) and :class:`ResultsModel`;
+- :mod:`dpreg.results.record`: :class:`ResultsRecord`, the one frozen record a Results
+  object is built from, and :data:`ABSENT`, the value of an optional part a result lacks;
 - :mod:`dpreg.results.settings`: the public settings of a fit, records that render
   their own rows;
 - :mod:`dpreg.results.summary`: one fit's summary and :func:`summary_col` (several fits
@@ -22,9 +24,10 @@ A Results object reads records (:class:`~dpreg.inference.base.Inference`, the le
 it never runs an engine or touches data.
 """
 
+from dpreg.results.record import ABSENT, ResultsRecord
 from dpreg.results.results import PRIVATE_ATTRIBUTES, DPRegressionResults, ResultsModel
 from dpreg.results.settings import Setting, Settings
 from dpreg.results.summary import METHOD_LABELS, summary_col
 
-__all__ = ["DPRegressionResults", "ResultsModel", "Settings", "Setting", "summary_col",
-           "METHOD_LABELS", "PRIVATE_ATTRIBUTES"]
+__all__ = ["DPRegressionResults", "ResultsModel", "ResultsRecord", "ABSENT", "Settings",
+           "Setting", "summary_col", "METHOD_LABELS", "PRIVATE_ATTRIBUTES"]
