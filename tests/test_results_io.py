@@ -58,7 +58,7 @@ def test_saved_file_holds_no_data(tmp_path, fitted):
         for value in frame[col].to_numpy()[:100]:
             assert np.float64(value).tobytes() not in blob, col
     # the design prototype keeps variable kinds and declared categories only
-    proto = pickle.loads(blob)._prototype
+    proto = pickle.loads(blob).record.design_prototype
     assert proto["columns"]["x"] == "numeric" and proto["columns"]["g"] == ("a", "b", "c")
 
 

@@ -5,6 +5,7 @@ statsmodels (OLS and Logit) attribute by attribute."""
 import dataclasses
 import math
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,7 +18,7 @@ from dpreg.exceptions import OptionError, PrivateStatisticError
 from dpreg.families import FAMILIES, get_family
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.pivot import rs_pivot
-from dpreg.results import DPRegressionResults, ResultsModel
+from dpreg.results import ABSENT, DPRegressionResults, ResultsModel, ResultsRecord
 
 PARAMS = np.array([1.0, -2.0, 0.25])
 NAMES = ("Intercept", "x1", "x2")
@@ -26,10 +27,11 @@ RS_SCALE = np.array([0.7, 1.3, 0.4])
 
 
 def make(inferences, cov_type, *, cov=None, private=True, **kw):
-    return DPRegressionResults(params=PARAMS, names=NAMES, endog_name="y",
-                               inferences=inferences, cov_type=cov_type, nobs=50, df_model=2,
-                               private=private, family_label="Linear (squared loss)",
-                               engine="dpsgd", settings={"steps": 100}, cov_matrix=cov, **kw)
+    return DPRegressionResults(ResultsRecord(
+        params=PARAMS, names=NAMES, endog_name="y", inferences=inferences,
+        cov_type=cov_type, nobs=50, df_model=2, private=private,
+        family_label="Linear (squared loss)", engine="dpsgd", settings={"steps": 100},
+        cov_matrix=cov, **kw))
 
 
 @pytest.fixture
@@ -183,11 +185,90 @@ def test_family_name_is_not_a_prefix_match(by_hand, monkeypatch):
 def test_pickle_keeps_the_numbers_and_drops_cached_values(by_hand):
     _ = by_hand.bse, by_hand.pvalues  # fill the caches
     state = by_hand.__getstate__()
-    assert "bse" not in state and "pvalues" not in state and state["_design_info"] is None
+    assert "bse" not in state and "pvalues" not in state and "_design_info" not in state
+    assert state["_record"] is by_hand.record
     back = pickle.loads(pickle.dumps(by_hand))
     pd.testing.assert_series_equal(back.bse, by_hand.bse)
     pd.testing.assert_frame_equal(back.conf_int(method="rs"), by_hand.conf_int(method="rs"))
     assert back.notes == by_hand.notes and back.settings == {"steps": 100}
+
+
+# -- one record -------------------------------------------------------------------------
+def test_built_from_one_record_only(by_hand):
+    with pytest.raises(TypeError, match="built from a ResultsRecord"):
+        DPRegressionResults(dict(params=PARAMS, names=NAMES))
+    record = by_hand.record
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        record.notes = ("changed",)
+    # every public attribute that is a field is the record's
+    for name in ("endog_name", "inferences", "cov_type", "nobs", "df_model", "private",
+                 "family_label", "engine", "settings", "n_dropped", "formula", "ledger",
+                 "trajectory", "notes"):
+        assert getattr(by_hand, name) is getattr(record, name), name
+    np.testing.assert_array_equal(by_hand.params.to_numpy(), record.params)
+    assert by_hand.cov_matrix is record.cov_matrix
+
+
+def test_assigning_an_attribute_replaces_the_record(by_hand):
+    before = by_hand.record
+    _ = by_hand.tvalues
+    by_hand.notes = by_hand.notes + ("a note",)
+    by_hand.params = 2 * PARAMS
+    assert by_hand.record is not before and before.params is not by_hand.record.params
+    assert by_hand.record.notes == ("a note",) and before.notes == ()
+    np.testing.assert_array_equal(by_hand.tvalues, 2 * PARAMS / SE)  # not the cached one
+    back = pickle.loads(pickle.dumps(by_hand))
+    assert back.notes == ("a note",)
+    np.testing.assert_array_equal(back.params, 2 * PARAMS)
+
+
+def test_optional_parts_are_absent_unless_the_record_has_them(by_hand):
+    """A part the record leaves ABSENT is no attribute; None is a value; diagnostics
+    are never pickled, the other parts are."""
+    for name in ("convergence", "checkpoint_sd", "diagnostics", "floor_sensitivity",
+                 "first_stage"):
+        assert getattr(by_hand.record, name) is ABSENT
+        assert not hasattr(by_hand, name), name
+    with pytest.raises(AttributeError, match="optional part"):
+        _ = by_hand.convergence
+    assert by_hand.record.parts() == {}
+    first = pd.Series([12.5], index=["x1"])
+    res = make({"plugin": Inference("plugin", SE, NormalLaw(), True)}, "plugin",
+               convergence=None, first_stage=first, diagnostics={"clip_count": 3})
+    assert res.convergence is None and res.first_stage is first
+    assert res.diagnostics == {"clip_count": 3}
+    assert sorted(res.record.parts()) == ["convergence", "diagnostics", "first_stage"]
+    back, record = pickle.loads(pickle.dumps(res)), pickle.loads(pickle.dumps(res.record))
+    assert not hasattr(back, "diagnostics") and record.diagnostics is ABSENT
+    for kept in (back, record):
+        assert kept.convergence is None
+        pd.testing.assert_series_equal(kept.first_stage, first)
+    assert pickle.loads(pickle.dumps(ABSENT)) is ABSENT
+    del res.first_stage
+    assert not hasattr(res, "first_stage") and res.record.first_stage is ABSENT
+
+
+def test_results_saved_before_the_record_load():
+    """tests/results/results_before_record.pickle was written by the code before results
+    were built from a record (their attributes pickled one by one, convergence and
+    first_stage set by hand): it loads into a record with the same numbers, parts and
+    design (predictions through the stored prototype)."""
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.uniform(-1, 1, 40), "g": np.tile(["a", "b"], 20)})
+    frame["y"] = 1 + frame["x"] + (frame["g"] == "b") + rng.normal(0, 0.5, 40)
+    fresh = dpreg.oracle("y ~ x + C(g)", frame)
+    path = Path(__file__).parent / "results" / "results_before_record.pickle"
+    for old in (dpreg.load(path), DPRegressionResults.load(path)):
+        assert isinstance(old.record, ResultsRecord)
+        pd.testing.assert_series_equal(old.params, fresh.params)
+        pd.testing.assert_series_equal(old.bse, fresh.bse)
+        pd.testing.assert_frame_equal(old.cov_params(), fresh.cov_params())
+        assert old.summary().as_text() == fresh.summary().as_text()
+        new = pd.DataFrame({"x": [0.5, -0.2], "g": ["b", "a"]})
+        np.testing.assert_array_equal(old.predict(new), fresh.predict(new))
+        assert old.convergence is None and list(old.first_stage) == [12.5]
+        assert not hasattr(fresh, "first_stage") and "first_stage" not in vars(old)
+        assert sorted(old.record.parts()) == ["convergence", "first_stage"]
 
 
 def test_repr_names_kind_engine_and_privacy():

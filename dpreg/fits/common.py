@@ -43,7 +43,7 @@ from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
-from dpreg.results import DPRegressionResults, Settings
+from dpreg.results import DPRegressionResults, ResultsRecord, Settings
 
 __all__ = ["Problem", "Public", "FitRecord", "NonPrivateDiagnostics", "build_results",
            "PRECONDITIONER",
@@ -536,9 +536,11 @@ class FitRecord:
         Their findings: each warns and adds a summary line.
     checkpoint_sd : ndarray (p,), optional
         DP-GD: the spread of the last checkpoints (``results.checkpoint_sd``).
-    attributes : dict, optional
-        Further public attributes of one engine's results, by name (SSP:
-        ``floor_sensitivity``).
+    floor_sensitivity : DataFrame, optional
+        SSP: each coefficient's move and standard-error change when the eigenvalue floor
+        doubles (``results.floor_sensitivity``).
+    first_stage : Series, optional
+        IV-2SLS: the private first-stage F statistics (``results.first_stage``).
     diagnostics : dict, optional
         Non-private counts asked for with ``diagnostics=True``.
     nobs, n_dropped : int, optional
@@ -569,7 +571,8 @@ class FitRecord:
     checked: bool = False
     report: Any = None
     checkpoint_sd: np.ndarray | None = None
-    attributes: dict | None = None
+    floor_sensitivity: pd.DataFrame | None = None
+    first_stage: pd.Series | None = None
     diagnostics: dict | None = field(default=None)
     nobs: int | None = None
     n_dropped: int | None = None
@@ -589,18 +592,21 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
         for message in report.messages(record.engine):
             warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
             notes += ("WARNING: " + message,)
-    extras: dict[str, Any] = dict(record.attributes or {})
+    # the optional parts the fit made (the others stay ABSENT: no such attribute)
+    parts: dict[str, Any] = {name: value for name, value in (
+        ("floor_sensitivity", record.floor_sensitivity),
+        ("first_stage", record.first_stage)) if value is not None}
     if record.checkpoint_sd is not None:
-        extras["checkpoint_sd"] = pd.Series(record.checkpoint_sd, index=list(design.exog_names),
-                                            name="checkpoint_sd")
+        parts["checkpoint_sd"] = pd.Series(record.checkpoint_sd, index=list(design.exog_names),
+                                           name="checkpoint_sd")
     settings = record.settings
     if record.diagnostics is not None:
         diagnostics = NonPrivateDiagnostics(record.diagnostics)
-        extras["diagnostics"] = diagnostics
+        parts["diagnostics"] = diagnostics
         notes += (diagnostics.note(),)
         settings = settings.with_setting("diagnostics", NonPrivateDiagnostics.LABEL)
     if record.checked:
-        extras["convergence"] = report
+        parts["convergence"] = report
     names = design.exog_names if record.names is None else record.names
     nobs = design.nobs if record.nobs is None else record.nobs
     n_dropped = design.n_dropped if record.n_dropped is None else record.n_dropped
@@ -614,12 +620,11 @@ def build_results(problem: Problem, record: FitRecord) -> DPRegressionResults:
     if base_method(record.cov_type) != record.cov_type and chosen is not None \
             and chosen.cov is not None:
         cov_matrix = chosen.cov
-    return DPRegressionResults(
+    return DPRegressionResults(ResultsRecord(
         params=record.params, names=names, endog_name=design.endog_name,
         inferences=inferences, cov_type=record.cov_type, nobs=nobs,
         df_model=design.df_model, private=True, family_label=problem.objective.label(),
-        engine=record.engine, settings=settings, n_dropped=n_dropped,
+        engine=record.engine, settings=settings, n_dropped=n_dropped, df_resid=df_resid,
         formula=design.formula, ledger=record.ledger, cov_matrix=cov_matrix,
-        design_info=design.design_info if record.names is None else None,
-        trajectory=record.trajectory, notes=notes, extras=extras, df_resid=df_resid)
-
+        trajectory=record.trajectory, notes=notes,
+        design_info=design.design_info if record.names is None else None, **parts))

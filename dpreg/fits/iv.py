@@ -295,9 +295,8 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
     if not math.isfinite(float(np.min(fstats, initial=np.inf))):
         notes.append("A first-stage F is undefined (the private residual sum of squares of "
                      "the first stage was not positive).")
-    res = build_results(problem, FitRecord(
+    return build_results(problem, FitRecord(
         params=params, inferences=infs, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
-        cov_matrix=covs[opts.cov_type], nobs=n, n_dropped=iv.n_dropped))
-    res.first_stage = first_stage
-    return res
+        cov_matrix=covs[opts.cov_type], nobs=n, n_dropped=iv.n_dropped,
+        first_stage=first_stage))

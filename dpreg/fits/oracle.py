@@ -23,7 +23,7 @@ from dpreg.design import Design
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.families import Objective, dispatch
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
-from dpreg.results import DPRegressionResults
+from dpreg.results import DPRegressionResults, ResultsRecord
 
 __all__ = ["fit_oracle", "m_estimate"]
 
@@ -90,13 +90,13 @@ def fit_oracle(design: Design, objective: Objective) -> DPRegressionResults:
         law = NormalLaw()
         label += " (trust-region Newton, sandwich standard errors)."
     inf = Inference("oracle", np.sqrt(np.diag(cov)), law, True, label)
-    return DPRegressionResults(
+    return DPRegressionResults(ResultsRecord(
         params=params, names=design.exog_names, endog_name=design.endog_name,
         inferences={"oracle": inf}, cov_type="oracle", nobs=design.nobs,
         df_model=design.df_model, private=False,
         family_label=objective.label(), engine="oracle (non-private)", settings={},
         n_dropped=design.n_dropped, formula=design.formula, cov_matrix=cov,
-        design_info=design.design_info)
+        design_info=design.design_info))
 
 
 def _logit(y, X):

@@ -741,5 +741,5 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=cov, diagnostics=diagnostics, nobs=n,
         n_dropped=source.n_dropped, names=names, df_resid=df_resid, n_groups=n_groups,
-        attributes={"floor_sensitivity": sensitivity}))
+        floor_sensitivity=sensitivity))
 

@@ -9,6 +9,7 @@ object, labelled non-private.
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass
 from functools import cached_property
@@ -22,11 +23,11 @@ from dpreg.exceptions import DataError, OptionError, PrivateStatisticError
 from dpreg.families import FAMILIES, Family, get_family
 from dpreg.inference.base import Inference
 from dpreg.pickling import read_instance, write_pickle
-from dpreg.results.settings import Settings
+from dpreg.results.record import ABSENT, OPTIONAL_PARTS, ResultsRecord
 from dpreg.results.summary import coefficient_frame, fit_summary
 from dpreg.results.tables import Summary
 
-__all__ = ["DPRegressionResults", "ResultsModel"]
+__all__ = ["DPRegressionResults", "ResultsModel", "record_from_attributes"]
 
 #: statsmodels attributes that would release statistics of the private data, and the
 #: private alternative dpreg offers (or why there is none).
@@ -44,6 +45,45 @@ PRIVATE_ATTRIBUTES = {
     "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
     "influence": None, "outlier_test": None, "get_influence": None,
 }
+
+def _cached_names(cls: type) -> list[str]:
+    """The cached properties of ``cls`` (statistics computed once from the record)."""
+    return [name for klass in cls.__mro__ for name, value in vars(klass).items()
+            if isinstance(value, cached_property)]
+
+
+def _field(name: str, doc: str) -> property:
+    """The public attribute that is the record's field ``name``: assigning it replaces
+    the record with a copy that has the new value."""
+
+    def get(self):
+        return getattr(self.record, name)
+
+    def put(self, value):
+        self._use(dataclasses.replace(self.record, **{name: value}))
+
+    return property(get, put, doc=doc)
+
+
+def _part(name: str, doc: str) -> property:
+    """The public attribute of the optional part ``name``: not there (``AttributeError``)
+    while the record's field is :data:`~dpreg.results.record.ABSENT`; deleting it makes
+    it absent."""
+
+    def get(self):
+        value = getattr(self.record, name)
+        if value is ABSENT:
+            raise AttributeError(name)
+        return value
+
+    def put(self, value):
+        self._use(dataclasses.replace(self.record, **{name: value}))
+
+    def remove(self):
+        put(self, ABSENT)
+
+    return property(get, put, remove, doc=doc)
+
 
 class DPRegressionResults:
     """Estimates, standard errors, intervals, p-values and the privacy ledger of a fit.
@@ -76,6 +116,14 @@ class DPRegressionResults:
     model : ResultsModel
         What statsmodels' own tools read from ``results.model`` (``exog_names``,
         ``endog_names``, ``formula``); no data.
+    record : ResultsRecord
+        The frozen record the result is built from: every attribute above is one of its
+        fields or computed from them (:mod:`dpreg.results.record`).
+    convergence, checkpoint_sd, diagnostics, floor_sensitivity, first_stage
+        Optional parts, attributes only of the results that have them: the report of
+        the free convergence checks (DP-SGD, DP-GD, LDP-SGD), DP-GD's spread of the last
+        checkpoints, the non-private counts of ``diagnostics=True`` (never saved), SSP's
+        sensitivity to its eigenvalue floor, IV-2SLS's private first-stage F.
 
     Notes
     -----
@@ -85,46 +133,69 @@ class DPRegressionResults:
     ``AttributeError``) saying so, and name a private alternative where one exists.
     """
 
-    def __init__(self, *, params: np.ndarray, names: tuple[str, ...], endog_name: str,
-                 inferences: dict[str, Inference], cov_type: str, nobs: int | None,
-                 df_model: int,
-                 private: bool, family_label: str, engine: str, settings: dict[str, Any],
-                 n_dropped: int = 0, formula: str | None = None, ledger=None,
-                 cov_matrix: np.ndarray | None = None, design_info=None,
-                 trajectory: dict[str, np.ndarray] | None = None, notes: tuple[str, ...] = (),
-                 extras: dict[str, Any] | None = None, df_resid: int | None = None):
-        self._names = list(names)
-        self._df_resid = None if df_resid is None else int(df_resid)
-        self.params = pd.Series(np.asarray(params, dtype=float), index=self._names, name="params")
-        self.endog_name = endog_name
-        self.inferences = dict(inferences)
-        self.cov_type = cov_type
-        self.nobs = None if nobs is None else int(nobs)
-        self.df_model = int(df_model)
-        self.private = bool(private)
-        self.family_label = family_label
-        self.engine = engine
-        self.settings = settings if isinstance(settings, Settings) else \
-            Settings.from_values(dict(settings))
-        self.n_dropped = None if n_dropped is None else int(n_dropped)
-        self.formula = formula
-        self.ledger = ledger
-        self._cov = cov_matrix
-        self._design_info = design_info
-        self.trajectory = trajectory
-        self.notes = tuple(notes)
-        # what one engine's result adds (``convergence``, ``checkpoint_sd``,
-        # ``diagnostics``): see the engine's fit
-        for name, value in (extras or {}).items():
-            setattr(self, name, value)
-        self._prototype = None
-        if design_info is not None and formula is not None:
-            from dpreg.design.formula import design_prototype
+    def __init__(self, record: ResultsRecord):
+        if not isinstance(record, ResultsRecord):
+            raise TypeError("a Results object is built from a ResultsRecord "
+                            f"(dpreg.results.record), not a {type(record).__name__}")
+        self._design_info = record.design_info
+        self._use(record)
 
-            self._prototype = design_prototype(design_info)
+    def _use(self, record: ResultsRecord) -> None:
+        """Hold ``record``, label its estimate and drop what was computed from the last
+        one (the cached statistics)."""
+        for name in _cached_names(type(self)):
+            self.__dict__.pop(name, None)
+        self._record = record
+        self._names = list(record.names)
+        self._params = pd.Series(record.params, index=self._names, name="params", copy=True)
+
+    @property
+    def record(self) -> ResultsRecord:
+        """The frozen record the result is built from (:mod:`dpreg.results.record`)."""
+        return self._record
+
+    @property
+    def params(self) -> pd.Series:
+        """Estimates, labelled by the coefficients' names; assigning replaces the
+        record's."""
+        return self._params
+
+    @params.setter
+    def params(self, value) -> None:
+        self._use(dataclasses.replace(self._record, params=value))
+
+    endog_name = _field("endog_name", "The outcome's name.")
+    inferences = _field("inferences", "Inference records by method name "
+                        "(:class:`~dpreg.inference.base.Inference`).")
+    cov_type = _field("cov_type", "The method behind ``bse``, ``pvalues`` and "
+                      "``conf_int()``.")
+    nobs = _field("nobs", "Rows used, or ``None`` when clusters are the privacy unit.")
+    df_model = _field("df_model", "Number of regressors, not counting the intercept.")
+    private = _field("private", "Whether the fit is private (``False`` for an oracle).")
+    family_label = _field("family_label", "The family's label with its constants.")
+    engine = _field("engine", "The engine's display name.")
+    settings = _field("settings", "The public settings of the fit (:class:`Settings`).")
+    n_dropped = _field("n_dropped", "Rows dropped for missing values, or ``None`` "
+                       "(protected, as ``nobs``).")
+    formula = _field("formula", "The model's formula, or ``None``.")
+    ledger = _field("ledger", "What the fit spent, per mechanism (``None`` for an "
+                    "oracle).")
+    trajectory = _field("trajectory", "Running estimates for plots, or ``None``.")
+    notes = _field("notes", "Reasons for the defaults and notes on the release.")
+    convergence = _part("convergence", "The report of the free convergence checks "
+                        "(``None`` when they made none); absent where none ran.")
+    checkpoint_sd = _part("checkpoint_sd", "DP-GD: the spread of the last checkpoints.")
+    diagnostics = _part("diagnostics", "NON-PRIVATE counts asked for with "
+                        "``diagnostics=True``; never saved.")
+    floor_sensitivity = _part("floor_sensitivity", "SSP: each coefficient's move and "
+                              "standard-error change when the eigenvalue floor doubles.")
+    first_stage = _part("first_stage", "IV-2SLS: the private first-stage F statistics.")
 
     def __getattr__(self, name):
         # only called for attributes that do not exist
+        if name in OPTIONAL_PARTS:
+            raise AttributeError(f"this {type(self).__name__} has no {name}: an optional "
+                                 "part that only some fits make (dpreg.results.record)")
         if name in PRIVATE_ATTRIBUTES:
             alt = PRIVATE_ATTRIBUTES[name]
             hint = (f"Private alternative: {alt}." if alt else
@@ -161,20 +232,20 @@ class DPRegressionResults:
         whether the outcome is 0/1)."""
         return get_family(self.family_name)
 
-    # -- pickling: patsy's DesignInfo cannot be pickled; it only serves predict() ----
+    # -- pickling: the record (which leaves out the patsy design and the non-private
+    # diagnostics, dpreg.results.record.NOT_SAVED) and any attribute set by hand --------
     def __getstate__(self):
-        state = self.__dict__.copy()
-        state["_design_info"] = None
-        # non-private counts (diagnostics=True) are never written to a file
-        state.pop("diagnostics", None)
-        for key in [k for k in state if k in type(self).__dict__
-                    and isinstance(type(self).__dict__[k], cached_property)]:
-            del state[key]
+        runtime = {"_record", "_names", "_params", "_design_info", *_cached_names(type(self))}
+        state = {k: v for k, v in self.__dict__.items() if k not in runtime}
+        state["_record"] = self._record
         return state
 
     def __setstate__(self, state):
-        state.setdefault("_prototype", None)
-        state.setdefault("_df_resid", None)
+        state = dict(state)
+        record = state.pop("_record", None)
+        if record is None:  # written before results were built from a record
+            record, state = record_from_attributes(state)
+        self.__init__(record)
         self.__dict__.update(state)
 
     def _series(self, values, name):
@@ -306,23 +377,23 @@ class DPRegressionResults:
         pandas.DataFrame
             ``p x p``, labelled by the coefficients' names.
         """
-        if self._cov is None:
+        if self._record.cov_matrix is None:
             raise OptionError("no covariance matrix: this fit spent no budget on the plug-in "
                               "matrices (see budget_split)")
-        return pd.DataFrame(self._cov, index=self._names, columns=self._names)
+        return pd.DataFrame(self._record.cov_matrix, index=self._names, columns=self._names)
 
     @property
     def df_resid(self) -> int:
         """``nobs`` minus the number of coefficients (absorbed fixed effects included)."""
-        if self._df_resid is not None:
-            return self._df_resid
+        if self._record.df_resid is not None:
+            return self._record.df_resid
         return self.nobs - len(self._names)
 
     @property
     def cov_matrix(self) -> np.ndarray | None:
         """The private plug-in covariance matrix as an array, or ``None`` when the fit
         released none (what :meth:`cov_params` labels, without its refusal)."""
-        return self._cov
+        return self._record.cov_matrix
 
     def exog_matrix(self, exog, transform: bool = True,
                     name: str = "exog") -> tuple[np.ndarray, list]:
@@ -389,14 +460,15 @@ class DPRegressionResults:
 
     def _rebuild_design_info(self):
         """The formula's design rebuilt from the stored prototype (after loading)."""
-        if self._prototype is None:
+        prototype = self._record.design_prototype
+        if prototype is None:
             return None
         from dpreg.design.formula import design_info_from_prototype
 
         level, frame = 0, sys._getframe(1)
         while frame is not None and frame.f_globals.get("__name__", "").startswith("dpreg"):
             frame, level = frame.f_back, level + 1
-        self._design_info = design_info_from_prototype(self.formula, self._prototype,
+        self._design_info = design_info_from_prototype(self.formula, prototype,
                                                        eval_env=level)
         return self._design_info
 
@@ -694,6 +766,41 @@ class DPRegressionResults:
         n = "protected" if self.nobs is None else self.nobs
         return (f"<DPRegressionResults {kind} {self.family_label} n={n} "
                 f"engine={self.engine} privacy={self.privacy_description!r}>")
+
+
+#: The record's fields under the attribute names of results saved before results were
+#: built from a record (their ``__dict__``), where the two differ.
+OLD_ATTRIBUTES = {"_names": "names", "_cov": "cov_matrix", "_df_resid": "df_resid",
+                  "_prototype": "design_prototype", "_design_info": "design_info"}
+
+
+def record_from_attributes(attributes: dict[str, Any]) -> tuple[ResultsRecord, dict[str, Any]]:
+    """The record of a result saved before results were built from one, from its
+    attributes (the ``__dict__`` it was pickled with), and the attributes no field
+    holds (set by hand before saving; they stay attributes).
+
+    Parameters
+    ----------
+    attributes : dict
+        The saved attributes: ``params`` (a Series), ``_names``, ``_cov``, ... and the
+        optional parts it had.
+
+    Returns
+    -------
+    record : ResultsRecord
+    rest : dict
+        The attributes left over.
+    """
+    known = {f.name for f in dataclasses.fields(ResultsRecord)}
+    values, rest = {}, {}
+    for key, value in attributes.items():
+        name = OLD_ATTRIBUTES.get(key, key)
+        if name in known:
+            values[name] = value
+        else:
+            rest[key] = value
+    values["params"] = np.asarray(values["params"], dtype=float)
+    return ResultsRecord(**values), rest
 
 
 @dataclass(frozen=True)
