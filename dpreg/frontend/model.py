@@ -508,7 +508,8 @@ class DPRegression:
         else:
             res = ENGINES[opts.engine].fit(problem, opts, request, given)
         if auto_reason is not None:
-            res.notes = res.notes + (auto_reason,)
+            res = DPRegressionResults(dataclasses.replace(
+                res.record, notes=res.notes + (auto_reason,)))
         return res
 
     def _absorb_problem(self, column: str) -> Problem:
@@ -620,12 +621,12 @@ class DPRegression:
                       (self.c, self.tau, self.mallows))
         problem = dataclasses.replace(model.problem, prior=(event,))
         res = engine.fit(problem, opts, request, given)
-        res.settings = res.settings.with_setting(
-            "ranges", "learned privately: " + release.describe())
+        settings = res.settings.with_setting("ranges",
+                                             "learned privately: " + release.describe())
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")
-        res.notes = res.notes + (
+        notes = res.notes + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
             f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "
             f"declared boxes (ledger row {RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
@@ -634,7 +635,8 @@ class DPRegression:
             f"end, exceed {release.tail:.3g} rows, and a guard bin beyond each (snapped "
             "outward to the grid); the engine's settings and noise follow from these "
             f"ranges as if declared.{kept}",)
-        return res
+        return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
+                                                       notes=notes))
 
     def _resolve_ranges(self, options: dict) -> dict:
         """``ranges="auto"`` (the default): ``"private"`` where the engine's intervals are
