@@ -1,9 +1,10 @@
 """Saving and loading results: :func:`save`, :func:`load` (and ``load_pickle``).
 
-A result is pickled as it is: private estimates, inference records, ledger, public
-settings and the public description of the formula's design (variables and declared
-categories), never data (user guide, Privacy: "Threat model"). A loaded result predicts
-on new data frames: the design is rebuilt from the formula and the stored categories.
+A result is pickled as its record (:class:`~dpreg.results.record.ResultsRecord`):
+private estimates, inference records, ledger, public settings and the public description
+of the formula's design (variables and declared categories), never data (user guide,
+Privacy: "Threat model"). A loaded result predicts on new data frames: the design is
+rebuilt from the formula and the stored categories.
 
 :func:`load` also reads a stream's checkpoint (:meth:`dpreg.LDPStream.save`), which is
 not a result: it is the curator's state of a run, to be kept with the data.

@@ -5,6 +5,10 @@ estimate, the inference records built from private quantities, the ledger and th
 public settings: no raw data and no non-private statistic, so it is safe to pickle,
 print and publish (user guide, Privacy: "Threat model"). An oracle is always a separate
 object, labelled non-private.
+
+A Results object is built from one frozen :class:`~dpreg.results.record.ResultsRecord`
+and from nothing else (a fit's, an oracle's, a loaded file's), and a file holds that
+record (:meth:`DPRegressionResults.save`).
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ PRIVATE_ATTRIBUTES = {
     "f_pvalue": "f_test('x1 = 0, x2 = 0, ...') of the slopes",
     "influence": None, "outlier_test": None, "get_influence": None,
 }
+
 
 def _cached_names(cls: type) -> list[str]:
     """The cached properties of ``cls`` (statistics computed once from the record)."""
@@ -151,13 +156,14 @@ class DPRegressionResults:
 
     @property
     def record(self) -> ResultsRecord:
-        """The frozen record the result is built from (:mod:`dpreg.results.record`)."""
+        """The frozen record the result is built from: every attribute is one of its
+        fields or computed from them (:mod:`dpreg.results.record`)."""
         return self._record
 
     @property
     def params(self) -> pd.Series:
-        """Estimates, labelled by the coefficients' names; assigning replaces the
-        record's."""
+        """Estimates, labelled by the design's column names (assigning replaces the
+        record's)."""
         return self._params
 
     @params.setter
@@ -169,12 +175,17 @@ class DPRegressionResults:
                         "(:class:`~dpreg.inference.base.Inference`).")
     cov_type = _field("cov_type", "The method behind ``bse``, ``pvalues`` and "
                       "``conf_int()``.")
-    nobs = _field("nobs", "Rows used, or ``None`` when clusters are the privacy unit.")
+    nobs = _field("nobs", "Rows used (after dropping missing values); ``None`` when "
+                  "clusters are the privacy unit (``groups=``): their sizes are "
+                  "protected, so the rows used and dropped (``n_dropped``) are not "
+                  "reported, and ``df_resid`` is ``G - 1``.")
     df_model = _field("df_model", "Number of regressors, not counting the intercept.")
     private = _field("private", "Whether the fit is private (``False`` for an oracle).")
     family_label = _field("family_label", "The family's label with its constants.")
     engine = _field("engine", "The engine's display name.")
-    settings = _field("settings", "The public settings of the fit (:class:`Settings`).")
+    settings = _field("settings", "Every public setting of the fit (engine options, "
+                      "defaults and why): a mapping of the summary's labels to values; "
+                      "``settings.value(name)`` reads one by name.")
     n_dropped = _field("n_dropped", "Rows dropped for missing values, or ``None`` "
                        "(protected, as ``nobs``).")
     formula = _field("formula", "The model's formula, or ``None``.")
@@ -654,10 +665,11 @@ class DPRegressionResults:
     def save(self, fname, remove_data: bool = False) -> None:
         """Pickle the result to ``fname``.
 
-        The file holds what the result holds: private estimates, inference records,
-        the ledger, public settings and the formula's public design description
-        (declared categories), never data. Load it with :func:`dpreg.load`. A path is
-        written atomically (:func:`dpreg.pickling.write_pickle`).
+        The file holds the result's record (:attr:`record`): private estimates,
+        inference records, the ledger, public settings and the formula's public design
+        description (declared categories), never data and never the non-private
+        ``diagnostics``. Load it with :func:`dpreg.load`. A path is written atomically
+        (:func:`dpreg.pickling.write_pickle`).
 
         Parameters
         ----------
