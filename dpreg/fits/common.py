@@ -393,11 +393,20 @@ class Problem:
         return P, lr, why
 
 
-def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str,
-                         prior: tuple = ()):
+def calibrate_and_record(request: PrivacyRequest, build, n: int | None, what: str,
+                         prior: tuple = (), deferred: tuple[str, ...] = ()):
     """Calibrate ``build``'s events to ``request`` and record them in a new ledger,
     before any data is touched; refuse budgets too small to calibrate or to carry any
     information (noise multiplier above :data:`MAX_NOISE_MULTIPLIER`).
+
+    ``n`` sets the ledger's reporting delta (:func:`report_delta`); it is ``None`` when
+    the ledger opens before the rows are counted (LDP-SGD, whose stream records its local
+    path before any row arrives).
+
+    ``deferred`` names events that are calibrated now, with the others, but recorded
+    only when they are released, because their sensitivity depends on an ``n`` not yet
+    known (LDP-SGD's central plug-in matrices): only their noise multipliers are fixed
+    here, and the caller records them.
 
     ``prior`` holds mechanisms already released for this fit (the private ranges of
     ``ranges="private"``, :attr:`Problem.prior`): they are recorded first, and ``build``'s
@@ -423,7 +432,8 @@ def calibrate_and_record(request: PrivacyRequest, build, n: int, what: str,
                 request, lambda scale: [*prior, *build(scale)])[len(prior):]
         ledger = Ledger(request, delta=request.delta or report_delta(n))
         for event in (*prior, *events):
-            ledger.record(event)
+            if event.name not in deferred:
+                ledger.record(event)
     except BudgetExceededError as err:
         raise BudgetExceededError(
             f"the budget {request.describe()} is too small to calibrate the noise for "

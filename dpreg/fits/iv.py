@@ -35,6 +35,7 @@ from dpreg.fits.ssp import params_to_user
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.iv import first_stage_f, iv_covariance, iv_estimate, iv_pboot_replicates
+from dpreg.inference.methods import base_method, engine_methods
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
@@ -45,7 +46,9 @@ LABEL = "IV-2SLS (SSP)"
 DEFAULT_SPLIT = {"ww": 0.10, "wx": 0.35, "wy": 0.35, "xx": 0.08, "xy": 0.08, "yy": 0.04}
 #: The rule-of-thumb threshold of the first-stage F (Staiger and Stock 1997).
 WEAK_F = 10.0
-COV_TYPES = ("plugin", "pboot", "pboot_basic")
+#: Its interval methods, from the registry (:data:`dpreg.inference.methods.METHODS`,
+#: estimator ``"iv2sls"``); the first is the default ``cov_type``.
+COV_TYPES = engine_methods("iv2sls", "plugin")
 
 
 @dataclass(frozen=True)
@@ -298,5 +301,5 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
     return build_results(problem, FitRecord(
         params=params, inferences=infs, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
-        cov_matrix=covs[opts.cov_type], nobs=n, n_dropped=iv.n_dropped,
+        cov_matrix=covs[base_method(opts.cov_type)], nobs=n, n_dropped=iv.n_dropped,
         first_stage=first_stage))

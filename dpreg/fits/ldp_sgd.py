@@ -36,13 +36,13 @@ from dpreg._checks import integer_at_least
 from dpreg.design import degenerate_note
 from dpreg.design.reference_design import reference_rows
 from dpreg.engines.ldp_sgd import LDPPath, LDPSettings
-from dpreg.exceptions import BudgetExceededError, DataError, OptionError
+from dpreg.exceptions import DataError, OptionError
 from dpreg.families import FAMILIES, mallows_weights
 from dpreg.fits.common import (
     FitRecord,
     Problem,
     build_results,
-    report_delta,
+    calibrate_and_record,
     seed_text,
     spawn_rngs,
 )
@@ -53,9 +53,7 @@ from dpreg.inference.diagnostics import one_pass_report
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.inference.random_scaling import rs_inference
-from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.events import GaussianMechanismEvent
-from dpreg.privacy.ledger import Ledger
 from dpreg.privacy.mechanisms import gaussian_matrix_mechanism
 from dpreg.privacy.request import PrivacyRequest
 from dpreg.results import DPRegressionResults, Settings
@@ -324,16 +322,14 @@ class LDPRun:
                         adjacency="replace-one"))
             return events
 
-        try:
-            events = calibrate_to_budget(request, build)
-        except BudgetExceededError as err:
-            raise BudgetExceededError(f"the budget {request.describe()} is too small to "
-                                      f"calibrate the local noise: increase it ({err})") from None
-        self.multipliers = {e.name: e.noise_multiplier for e in events}
         # n is unknown here (a stream opens its ledger before its first row), so the
-        # reporting delta is report_delta's cap, whatever n turns out to be
-        self.ledger = Ledger(request, delta=request.delta or report_delta(None))
-        self.ledger.record(events[0])  # the local path: before any row is touched
+        # reporting delta is report_delta's cap, whatever n turns out to be; the ledger
+        # records the local path now, before any row is touched, and the plug-in
+        # matrices when they are released (_release_plugin), at the real n
+        events, self.ledger = calibrate_and_record(
+            request, build, None, f"LDP-SGD's local path (clip = {clip:.4g})",
+            deferred=(HESSIAN, SCORE))
+        self.multipliers = {e.name: e.noise_multiplier for e in events}
         path_event = events[0]
         self.noise_scale = path_event.noise_std
         self.settings = LDPSettings(

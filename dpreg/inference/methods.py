@@ -2,9 +2,10 @@
 
 One record per name a fit's ``inferences`` may hold (and ``cov_type`` may choose): its
 label in summaries, whether its scale is a standard error, one line for the command
-line's help, and the engines that offer it. The engines' ``cov_types``, the summaries'
-labels (:data:`dpreg.results.summary.METHOD_LABELS`) and ``python -m dpreg fit
---cov-type`` read it.
+line's help, and the engines (and other estimators: ``dp_iv2sls``) that offer it. The
+engines' and ``dp_iv2sls``'s ``cov_types``, the summaries' labels
+(:data:`dpreg.results.summary.METHOD_LABELS`) and ``python -m dpreg fit --cov-type``
+read it.
 
 Adding a method that post-processes another method's record (a different law, a
 correction of the scale): its module in :mod:`dpreg.inference` and one line here with
@@ -53,6 +54,10 @@ class Method:
         :class:`~dpreg.inference.base.Inference` and its covariance matrix (``None``
         when it has none) to this method's record. Post-processing of released
         quantities: it reads no data and spends nothing.
+    estimators : tuple of str
+        The estimators outside the engine registry that offer it (``"iv2sls"``:
+        :func:`dpreg.dp_iv2sls`, SSP's releases for instrumental variables); the
+        command line's ``--cov-type`` lists the engines' methods only.
     """
 
     name: str
@@ -62,6 +67,7 @@ class Method:
     engines: tuple[str, ...]
     source: str | None = None
     builder: Callable[[Inference, np.ndarray | None], Inference] | None = None
+    estimators: tuple[str, ...] = ()
 
     def __post_init__(self):
         if (self.source is None) != (self.builder is None):
@@ -74,7 +80,7 @@ class Method:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("plugin", "Plug-in", True,
            "plug-in covariance from the privately released Hessian (and score) matrices",
-           ("dpsgd", "ldp_sgd", "adassp", "ssp")),
+           ("dpsgd", "ldp_sgd", "adassp", "ssp"), estimators=("iv2sls",)),
     Method("rs", "RS", False,
            "random scaling of the averaged path (exact pivot law, no standard error)",
            ("dpsgd", "ldp_sgd")),
@@ -85,9 +91,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("runs", "Independent runs (t)", True,
            "t interval over independent DP-GD runs, each paid from the budget", ("dpgd",)),
     Method("pboot", "Parametric bootstrap (percentile)", True,
-           "parametric bootstrap of the released sums, percentile interval", ("ssp",)),
+           "parametric bootstrap of the released sums, percentile interval", ("ssp",),
+           estimators=("iv2sls",)),
     Method("pboot_basic", "Parametric bootstrap (basic)", True,
-           "parametric bootstrap of the released sums, basic interval", ("ssp",)),
+           "parametric bootstrap of the released sums, basic interval", ("ssp",),
+           estimators=("iv2sls",)),
     Method("sandwich", "Sandwich", True,
            "heteroskedasticity-robust sandwich from a private meat (robust=True)", ("ssp",)),
     Method("cluster", "Cluster-robust", True,
@@ -116,7 +124,7 @@ def engine_methods(engine: str, default: str) -> tuple[str, ...]:
     Parameters
     ----------
     engine : str
-        An engine's name.
+        An engine's name, or an estimator's (:attr:`Method.estimators`).
     default : str
         Its default method, which it must offer.
 
@@ -125,7 +133,8 @@ def engine_methods(engine: str, default: str) -> tuple[str, ...]:
     tuple of str
         ``default``, then the engine's other methods in registry order.
     """
-    offered = [name for name, m in METHODS.items() if engine in m.engines]
+    offered = [name for name, m in METHODS.items()
+               if engine in m.engines or engine in m.estimators]
     if default not in offered:
         raise ValueError(f"engine {engine!r} does not offer its default {default!r}")
     return (default, *[name for name in offered if name != default])

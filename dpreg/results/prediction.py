@@ -1,10 +1,11 @@
 """Predictions at public covariate values with their uncertainty: ``get_prediction``.
 
-The mean at a row ``x`` is ``x' theta`` (linear index families) or
-``1 / (1 + exp(-x' theta))`` (logistic). Its standard error comes from the delta
+The mean at a row ``x`` is the family's inverse link of ``x' theta``
+(:attr:`dpreg.families.Family.inverse_link`: the identity for linear index families,
+``1 / (1 + exp(-x' theta))`` for logistic). Its standard error comes from the delta
 method with the fit's private covariance, ``se(x' theta) = sqrt(x' C x)``, times the
-derivative of the inverse link ``p (1 - p)`` for probabilities; intervals for
-probabilities transform the interval of the linear index (statsmodels' ``"endpoint"``
+derivative of the inverse link (``p (1 - p)`` for logistic probabilities); intervals
+for probabilities transform the interval of the linear index (statsmodels' ``"endpoint"``
 method, so they stay inside (0, 1)). With random scaling the interval of ``x' theta``
 uses the random-scaling scale of that contrast and the exact law of the scalar pivot
 (there is no standard error). Only released quantities and the public rows enter.
@@ -16,7 +17,6 @@ import numpy as np
 import pandas as pd
 
 from dpreg._checks import number_in
-from dpreg.families.logistic import inverse_link as _logistic_link
 
 __all__ = ["PredictionResults", "predict_rows"]
 
@@ -38,17 +38,16 @@ class PredictionResults:
     row_labels : list
     """
 
-    def __init__(self, *, linpred, scale_lin, critical, logistic: bool, method: str,
-                 is_standard_error: bool, row_labels, inverse_link=None):
-        # ``logistic``: a 0/1 outcome (probabilities, statsmodels' Logit column names);
-        # ``inverse_link``: the family's (Family.inverse_link), the logistic one by
-        # default for a 0/1 outcome, the identity otherwise
+    def __init__(self, *, linpred, scale_lin, critical, family, method: str,
+                 is_standard_error: bool, row_labels):
+        # the fit's family (dpreg.families.Family) says what a prediction is: its
+        # inverse link (None: the identity) and whether the outcome is 0/1
+        # (probabilities, statsmodels' Logit column names)
         self.linpred = np.asarray(linpred, dtype=float)
         self._scale_lin = np.asarray(scale_lin, dtype=float)
         self._critical = critical
-        self.logistic = logistic
-        self._link = inverse_link if inverse_link is not None else (
-            _logistic_link if logistic else None)
+        self.logistic = family.binary_outcome
+        self._link = family.inverse_link
         self.method = method
         self.row_labels = list(row_labels)
         if self._link is None:
@@ -122,6 +121,5 @@ def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> Pred
     _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)
     return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
-                             logistic=results.family.binary_outcome, method=name,
-                             is_standard_error=is_se, row_labels=row_labels,
-                             inverse_link=results.family.inverse_link)
+                             family=results.family, method=name,
+                             is_standard_error=is_se, row_labels=row_labels)

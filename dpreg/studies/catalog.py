@@ -15,14 +15,14 @@ name               what
                    (needs ``dpgd``)
 ``robustness``     natural units in loose boxes, every family, engine, batch and budget
 ``engines``        the engines' intervals compared on linear regression, and DP-SGD
-                   against DP-GD for the other families (issue 18)
+                   against DP-GD for the other families (docs: studies/engines)
 ``textbook``       textbook regressions in natural units with codebook bounds: declared
                    against privately learned ranges, DP-SGD against SSP, every family
 ``clusters``       linear regression on 30-500 clusters of unequal sizes, clusters the
                    privacy unit: cluster-robust intervals against statsmodels' CR1
-                   (issue 29)
+                   (docs: studies/clusters_iv)
 ``iv``             private 2SLS at strong, moderate and weak instruments against
-                   linearmodels' IV2SLS (issue 29)
+                   linearmodels' IV2SLS (docs: studies/clusters_iv)
 =================  =========================================================================
 
 :func:`get_study` returns a :class:`~dpreg.studies.Study`; run it with
@@ -187,7 +187,7 @@ def _textbook() -> Study:
         title="Textbook regressions: codebook bounds, declared or private ranges",
         description="Per cell and interval: the share of fits that do not warn, the "
                     "coverage of the unwarned fits' intervals, and their length relative "
-                    "to the non-private interval (issue 25's three numbers).",
+                    "to the non-private interval.",
         figures=(FigureSpec("coverage", rb.draw_robustness),))
 
 
@@ -224,7 +224,7 @@ def _engine_comparison() -> Study:
         figures=(FigureSpec("coverage", ec.draw_engines),))
 
 
-# ---------------------------------------------------------------------------- issue 29
+# ---------------------------------------------------------------------------- clusters, iv
 @register_study
 def _clusters() -> Study:
     return Study(
@@ -237,7 +237,7 @@ def _clusters() -> Study:
         description="Per cell, interval and slope: the share of fits that do not warn, "
                     "the coverage of the unwarned fits' intervals with its MC s.e., the "
                     "overall coverage, and the length over statsmodels' CR1 cluster "
-                    "interval on the same data (issue 29).",
+                    "interval on the same data.",
         figures=(FigureSpec("coverage", cl.draw_clusters),))
 
 
@@ -252,7 +252,7 @@ def _iv() -> Study:
                     "instruments or another check), the coverage of the endogenous "
                     "regressor's coefficient by the unwarned fits' intervals with its MC "
                     "s.e., the overall coverage, and the length over linearmodels' "
-                    "IV2SLS interval on the same data (issue 29).",
+                    "IV2SLS interval on the same data.",
         figures=(FigureSpec("coverage", ivs.draw_iv),))
 
 

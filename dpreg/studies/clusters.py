@@ -1,8 +1,8 @@
 r"""The clusters study: linear regression on clustered data, clusters the privacy unit.
 
-Issue 29 asks that cluster-robust intervals cover 0.95 within 3 Monte Carlo standard
-errors, or warn, at 30 to 500 clusters of unequal sizes. Each replication simulates one
-data set of ``G`` clusters (:func:`simulate_clusters`):
+The question (docs page ``studies/clusters_iv``): do cluster-robust intervals cover 0.95
+within 3 Monte Carlo standard errors, or warn, at 30 to 500 clusters of unequal sizes?
+Each replication simulates one data set of ``G`` clusters (:func:`simulate_clusters`):
 
 * **sizes** ``m_g`` drawn independently, once per data set, from the discrete law
   :math:`P(m) \propto 1/m` on ``m = 2, ..., K`` with ``K = max_group_size = 40`` (public):

@@ -1,8 +1,9 @@
 r"""The iv study: private two-stage least squares at strong, moderate and weak instruments.
 
-Issue 29 asks that IV intervals cover at strong instruments and warn at weak ones. The
-design (:func:`simulate_iv`, the one of ``validation/iv_coverage.py``): ``x, z1, z2, v,
-e, e2`` independent uniform on ``[-1, 1]``;
+The question (docs page ``studies/clusters_iv``): do IV intervals cover at strong
+instruments and warn at weak ones? The design (:func:`simulate_iv`, the one of
+``validation/iv_coverage.py``): ``x, z1, z2, v, e, e2`` independent uniform on
+``[-1, 1]``;
 
 * first stage ``d = s (z1 + z2) + 0.3 v + 0.2 e``;
 * structural error ``u = 0.5 v + 0.5 e2``, endogenous through ``v`` (correlation 0.59

@@ -27,7 +27,7 @@ as ``method="nonprivate"``, with the grouping key ``warned`` (1 when the private
 raised a :class:`~dpreg.exceptions.ConvergenceWarning`).
 
 :func:`textbook_table` gives, per cell and interval, the three numbers that judge an
-interval together (issue 25): the share of fits that do not warn, the coverage of the
+interval together: the share of fits that do not warn, the coverage of the
 unwarned fits' intervals, and their mean length relative to the non-private interval;
 :func:`warning_characteristics` gives each cell's warning rate where the interval covers
 (false alarms) and where it does not (power).

@@ -1,11 +1,12 @@
 """An interval judged by its unwarned fits, against a non-private interval on the same data.
 
-The verdict of the ``clusters`` and ``iv`` studies (issue 29): the package promises that
-an interval it prints without a warning covers, and that where its intervals do not
-cover it warns. Per cell, interval and coefficient, :func:`unwarned_table` gives the
-share of fits that did not warn, the coverage of the unwarned fits' intervals with its
-Monte Carlo standard error, the coverage of all fits, the private interval's length over
-the non-private one of the same replication, and :func:`passes`, the verdict.
+The verdict of the ``clusters`` and ``iv`` studies (docs page ``studies/clusters_iv``):
+the package promises that an interval it prints without a warning covers, and that where
+its intervals do not cover it warns. Per cell, interval and coefficient,
+:func:`unwarned_table` gives the share of fits that did not warn, the coverage of the
+unwarned fits' intervals with its Monte Carlo standard error, the coverage of all fits,
+the private interval's length over the non-private one of the same replication, and
+:func:`passes`, the verdict.
 
 A replicate function feeds it rows of :func:`dpreg.studies.result_rows` for the private
 intervals (any ``method`` label) and for the non-private interval (``method =

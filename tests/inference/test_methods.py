@@ -46,6 +46,15 @@ def test_every_method_names_known_engines_and_a_label():
     assert set(offered_methods()) == {m for e in ENGINES.values() for m in e.cov_types}
 
 
+def test_iv_offers_what_it_did_from_the_registry():
+    # dp_iv2sls is no engine of the registry of engines; its methods are registry lines
+    # (Method.estimators), in the order and with the default it had before
+    from dpreg.fits.iv import COV_TYPES
+
+    assert COV_TYPES == ("plugin", "pboot", "pboot_basic")
+    assert {m.name for m in METHODS.values() if "iv2sls" in m.estimators} == set(COV_TYPES)
+
+
 def test_a_default_the_engine_does_not_offer_is_refused():
     with pytest.raises(ValueError, match="does not offer"):
         engine_methods("adassp", "rs")
