@@ -273,7 +273,7 @@ def test_bad_options_are_named():
         fit(data, ranges="private")
     with pytest.raises(OptionError, match="at least 2"):
         fit(data.assign(school="one"))
-    with pytest.raises(dpreg.exceptions.DataError, match="n = 2 rows < p = 3"):
+    with pytest.raises(dpreg.exceptions.DataError, match="G K = 2 rows at most < p = 3"):
         fit(data, max_group_size=1, groups=np.repeat([0, 1], [1, len(data) - 1]))
 
 
@@ -289,3 +289,43 @@ def test_the_step_reads_the_clusters_fill_off_the_private_preconditioner():
     f = float(re.search(r"f = ([0-9.]+) the clusters' fill", note).group(1))
     assert f == pytest.approx(fill, abs=1e-3)
     assert res.settings["lr"] == pytest.approx(1 / (1 + 3 / (10 * fill)), rel=1e-3)
+
+
+@pytest.mark.parametrize("kw", [{"engine": "auto"}, {"engine": None, "steps": 3000},
+                                {"engine": "ssp", "missing": True},
+                                {"engine": "dpsgd", "missing": True}])
+def test_the_engine_rule_notes_and_refusals_do_not_read_the_clusters_sizes(kw):
+    # the engine rule reads the public G K, not n; the dropped-rows note does not count
+    # the rows; neighbours that differ in one cluster's size (or in its missing values)
+    # get the same engine, ledger and notes (digits masked: noisy values differ)
+    kw = dict(kw)
+    data = make_clusters(9, n_groups=59, lo=5, hi=20)
+    first = data["school"].iloc[0]
+    other = data[(data["school"] != first) | (data.groupby("school").cumcount() < 1)].copy()
+    if kw.pop("missing", False):
+        other = data.copy()
+        other.loc[other.index[:3], "x1"] = np.nan
+    if kw.get("engine") is None:
+        kw.pop("engine")
+        a = dpreg.dp_ols(FORMULA, data, bounds=BOUNDS, groups="school", max_group_size=20,
+                         mu=5.0, random_state=1, **kw)
+        b = dpreg.dp_ols(FORMULA, other, bounds=BOUNDS, groups="school", max_group_size=20,
+                         mu=5.0, random_state=1, **kw)
+    else:
+        a, b = fit(data, **kw), fit(other, **kw)
+    assert a.engine == b.engine
+    assert [(e.name, e.sensitivity, e.noise_std) for e in a.ledger.events] == \
+        [(e.name, e.sensitivity, e.noise_std) for e in b.ledger.events]
+    digits = re.compile(r"-?\d[\d.e+-]*")
+    assert [digits.sub("#", t) for t in a.notes] == [digits.sub("#", t) for t in b.notes]
+
+
+def test_two_single_row_clusters_are_judged_by_g_k_not_n():
+    # n = 2 rows < p = 3 columns, but n is protected: the public bound G K = 40 decides
+    data = make_clusters(10, n_groups=2, lo=1, hi=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = fit(data, mu=2.0)
+    assert res.nobs is None
+    with pytest.raises(dpreg.exceptions.DataError, match="G K = 2 rows at most"):
+        fit(data, max_group_size=1, mu=2.0)

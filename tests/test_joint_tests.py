@@ -85,6 +85,9 @@ def test_random_scaling_beyond_two_restrictions_is_the_bonferroni_combination():
     assert joint.pvalue == pytest.approx(min(1.0, 3 * float(np.min(scalar.pvalue))))
     assert joint.statistic == pytest.approx(float(np.max(np.abs(scalar.tvalue))))
     assert str(joint).startswith("<Bonferroni test (rs)")
+    assert not joint.is_standard_error
+    f = res.f_test(spec, method="rs")  # no F statistic: fvalue is NaN, the p-value is set
+    assert f.distribution == "bonferroni" and np.isnan(f.fvalue) and f.pvalue == joint.pvalue
     assert res.f_test("x0 = 0, x1 = 0", method="rs").distribution == "rs_F"
 
 

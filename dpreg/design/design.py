@@ -194,14 +194,17 @@ NO_ROWS_LEFT = ("no rows left after removing rows with missing values; check the
                 "used by the model for missing data")
 
 
-def check_public_size(design: "Design", *, local: bool = False) -> None:
+def check_public_size(design: "Design", *, local: bool = False,
+                      clusters: int | None = None) -> None:
     """Refuse a private fit with fewer rows than columns, from public numbers only.
 
     ``n`` and ``p`` are public (``n`` counts the rows a central fit uses, whose missing
     count is public by assumption; under LDP every row is sent, a row with a missing
     value as pure noise, so ``n`` counts them all). With ``n < p`` no engine can
     identify the coefficients, and a private fit would print noise. The rank of the
-    data is never checked (a refusal would depend on the private values).
+    data is never checked (a refusal would depend on the private values). With
+    clusters as the privacy unit ``n`` is protected: ``clusters`` is then the public
+    bound ``G K`` on the rows, checked in its place.
 
     Raises
     ------
@@ -212,6 +215,13 @@ def check_public_size(design: "Design", *, local: bool = False) -> None:
     p = design.k_exog
     if n == 0:
         raise DataError(NO_ROWS_LEFT)
+    if clusters is not None:
+        if clusters < p:
+            raise DataError(f"G K = {clusters} rows at most < p = {p} columns "
+                            f"({list(design.exog_names)}): clusters as the privacy unit "
+                            "need at least as many rows as columns to identify the "
+                            "coefficients. Use more clusters or fewer columns")
+        return
     if n < p:
         raise DataError(f"n = {n} rows < p = {p} columns ({list(design.exog_names)}): a "
                         "private fit needs at least as many rows as columns to identify "
@@ -227,7 +237,7 @@ def degenerate_note(n: int, p: int) -> str:
 
 
 def design_notes(design: "Design", *, local: bool = False, nobs: int | None = None,
-                 n_dropped: int | None = None) -> tuple[str, ...]:
+                 n_dropped: int | None = None, counts: bool = True) -> tuple[str, ...]:
     """Summary notes a private fit adds for its design; none depends on the private data
     beyond what is public (n, p, the declared bounds and, for central fits, the count of
     rows dropped for missing values).
@@ -241,13 +251,16 @@ def design_notes(design: "Design", *, local: bool = False, nobs: int | None = No
     nobs, n_dropped : int, optional
         The counts, when the rows are not in ``design`` (a Dask frame's, counted by the
         fit's pass); default the design's.
+    counts : bool
+        ``False`` when the rows' counts are protected (clusters as the privacy unit):
+        no note then depends on ``n`` or on the rows dropped.
     """
     n, p = (design.nobs if nobs is None else nobs), design.k_exog
     dropped = design.n_dropped if n_dropped is None else n_dropped
     notes = []
     # under LDP the count of complete rows is not public (and a stream's n grows): the
     # n < p note is the run's, from the rows sent (dpreg.fits.ldp_sgd.LDPRun.results)
-    if n < p and not local:
+    if n < p and not local and counts:
         notes.append(degenerate_note(n, p))
     else:
         notes.append("The design may be degenerate: its rank is not checked for private fits "
@@ -262,6 +275,9 @@ def design_notes(design: "Design", *, local: bool = False, nobs: int | None = No
         notes.append("Missing values: a row with one is sent by its owner as a null row "
                      "(pure noise); the server learns neither their count nor their "
                      "positions.")
+    elif not local and not counts:  # the same note whatever the data
+        notes.append("Rows with missing values, if any, were dropped; their number is "
+                     "not released (cluster sizes are protected).")
     elif not local and dropped:
         notes.append(f"{dropped} row(s) with missing values were dropped. This "
                      "count (and so n) is public by assumption: whether a person's values "

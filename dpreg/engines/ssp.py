@@ -33,7 +33,8 @@ Clusters as the privacy unit (``groups=``, ``max_group_size=K``). Each cluster k
 its first ``K`` rows in the data's order (:func:`first_rows`; the rest are not read, a
 rule that publishes nothing), and two data sets are neighbours when one whole cluster
 (at most ``K`` rows) is replaced by another of at most ``K`` rows, the number of
-clusters ``G`` and the rows used ``n`` public (as ``n`` is for rows). A cluster adds
+clusters ``G`` public; the rows used ``n`` are not (a cluster's size is protected, and
+no release here depends on it). A cluster adds
 ``A = sum_{i<=K} a_i a_i'`` to ``X'X`` with ``||a_i|| <= x_bound``; for the replacing
 cluster's ``B = sum_i b_i b_i'``, both positive semi-definite,
 

@@ -265,7 +265,8 @@ class Problem:
         the batch size and steps are then counted in clusters."""
         design = self.design
         n, p = design.nobs, design.k_exog
-        reasons = list(design_notes(design, local=opts.engine == "ldp_sgd"))
+        reasons = list(design_notes(design, local=opts.engine == "ldp_sgd",
+                                    counts=self.groups is None))
         obj = self.objective
         row_bound = design.row_norm_bound() if cond is None else cond.norm_bound
         x_bound = opts.x_bound or row_bound

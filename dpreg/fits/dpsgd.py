@@ -226,7 +226,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
             raise OptionError(f"groups= gives G = {units} cluster(s): cluster-robust "
                               "inference needs at least 2 (its t law has G - 1 degrees "
                               "of freedom)")
-        check_public_size(design)  # enough kept rows for the coefficients
+        check_public_size(design, clusters=n)  # G K >= p (n itself is protected)
     size_text = f"n = {n}" if problem.groups is None else f"G = {units} clusters"
     events, ledger = calibrate_and_record(
         request, build, units,

@@ -306,7 +306,7 @@ class ArraySource:
 
     def notes(self) -> tuple[str, ...]:
         """The design's notes for the summary (:func:`dpreg.design.design_notes`)."""
-        return design_notes(self._design)
+        return design_notes(self._design, counts=self._codes is None)
 
     def _Z(self) -> np.ndarray:
         return self._cond.design(self._X)

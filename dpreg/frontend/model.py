@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import warnings
+from types import SimpleNamespace
 from typing import Any, Mapping
 
 import numpy as np
@@ -495,14 +496,15 @@ class DPRegression:
         problem = self.problem
         if getattr(opts, "absorb", None) is not None:
             problem = self._absorb_problem(opts.absorb)
+        if getattr(opts, "groups", None) is not None:
+            problem = dataclasses.replace(problem, groups=self._group_codes(opts))
         if self._rows is None:  # a Dask frame's rows are counted by the engine's pass
-            check_public_size(problem.design, local=opts.engine == "ldp_sgd")
+            check_public_size(problem.design, local=opts.engine == "ldp_sgd",
+                              clusters=self._cluster_rows(problem.groups, opts))
         problem.check_privacy(opts.strict)
         if opts.diagnostics:
             leak("diagnostics=True attaches the count of clipped gradients, a "
                  "non-private statistic of the data", opts.strict)
-        if getattr(opts, "groups", None) is not None:
-            problem = dataclasses.replace(problem, groups=self._group_codes(opts))
         if opts.ranges == "private":
             res = self._fit_private_ranges(opts, request, given)
         else:
@@ -549,6 +551,25 @@ class DPRegression:
         return dataclasses.replace(self.problem, design=design,
                                    conditioning=default_conditioning(design),
                                    absorbed=(column, n_levels, tuple(sorted(positions))))
+
+    @staticmethod
+    def _cluster_rows(codes, opts) -> int | None:
+        """The public bound ``G K`` on the rows with clusters as the privacy unit (their
+        sizes, and so ``n``, are protected), else ``None``."""
+        k = getattr(opts, "max_group_size", None)
+        if codes is None or k is None or len(codes) == 0:
+            return None
+        return (int(np.max(codes)) + 1) * int(k)
+
+    def _public_rows(self, options: dict) -> int:
+        """The row count the engine rule reads: ``n``, or with ``groups=`` the public
+        ``G K`` (cluster sizes are protected)."""
+        if options.get("groups") is None or options.get("max_group_size") is None \
+                or self._rows is not None:
+            return self.design.nobs
+        codes = self._group_codes(SimpleNamespace(groups=options["groups"], ranges=None))
+        return self._cluster_rows(codes, SimpleNamespace(
+            max_group_size=options["max_group_size"])) or self.design.nobs
 
     def _group_codes(self, opts) -> np.ndarray:
         """``groups=`` (a column of the data, or one value per row of the data as given)
@@ -669,7 +690,7 @@ class DPRegression:
         if self._rows is not None:
             return dict(options, engine="ssp"), None
         engine, cov_type, reason = default_engine(
-            self.design.nobs, self.design.k_exog, self.objective.family,
+            self._public_rows(options), self.design.k_exog, self.objective.family,
             self._request(options), options,
             statistics_possible=self._statistics_possible())
         chosen = dict(options, engine=engine)
@@ -694,8 +715,11 @@ class DPRegression:
 
         design = self.design
         engine, cov_type, reason = choose_engine(
-            design.nobs, design.k_exog, self.objective.family, self._request(options),
+            self._public_rows(options), design.k_exog, self.objective.family,
+            self._request(options),
             statistics_possible=self._statistics_possible())
+        if cov_type == "sandwich" and options.get("groups") is not None:
+            cov_type = "cluster"  # with clusters SSP's meat is summed by cluster
         chosen = dict(options, engine=engine)
         if cov_type is not None and options.get("cov_type") is None:
             chosen["cov_type"] = cov_type
@@ -736,8 +760,9 @@ class DPRegression:
 
 
 def _with_robust_meat(options: dict) -> dict:
-    """SSP's ``cov_type="sandwich"``, when chosen for the user, with the meat it needs
-    (``robust=True``, a share of the budget) unless ``robust=`` was given."""
-    if options.get("cov_type") == "sandwich" and "robust" not in options:
+    """SSP's ``cov_type="sandwich"`` (or ``"cluster"``), when chosen for the user, with
+    the meat it needs (``robust=True``, a share of the budget) unless ``robust=`` was
+    given."""
+    if options.get("cov_type") in ("sandwich", "cluster") and "robust" not in options:
         return dict(options, robust=True)
     return options

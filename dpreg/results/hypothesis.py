@@ -21,9 +21,11 @@ Which inference each method uses:
   (``max |t_j|``, ``p = min(1, q min_j p_j)``). At finite T the multivariate pivot
   over-rejects more the more restrictions it tests, while the scalar tests hold their
   size (``validation/joint_test_size.py``).
-* ``"plugin"`` joint tests of more than :data:`PLUGIN_JOINT_MAX` restrictions also need
-  the Bonferroni combination of the scalar plug-in tests to reject: the p-value is the
-  larger of the two (valid when either is).
+* DP-SGD's ``"plugin"`` joint tests (reference law from re-released covariances) of more
+  than :data:`PLUGIN_JOINT_MAX` restrictions also need the Bonferroni combination of the
+  scalar plug-in tests to reject: the p-value is the larger of the two (valid when either
+  is). Other covariance-based joint tests (SSP's and AdaSSP's plug-in, the oracle) are
+  chi-square or F tests.
 * ``"batch_means"``, ``"checkpoints"``, ``"runs"`` of DP-GD: the ``m`` estimates of the
   construction; ``t_test`` is the paper's t test with ``m - 1`` degrees of freedom and
   the joint tests are Hotelling's ``T^2`` as an ``F(q, m - q)`` statistic.
@@ -107,7 +109,7 @@ class ContrastResults:
         self.df_num = df_num
         self.df_denom = df_denom
         self.note = note
-        self.is_standard_error = distribution not in ("rs", "rs_F")
+        self.is_standard_error = distribution not in ("rs", "rs_F", "bonferroni")
         #: True when ``pvalue`` is only an upper bound: the random-scaling table's floor
         #: (:data:`dpreg.inference.rs_joint.P_FLOOR`), or ``1 / (B + 1)`` when no
         #: re-released replicate reached the statistic (``"boot"`` joint tests).
@@ -122,6 +124,8 @@ class ContrastResults:
             self.c_names = None
             if distribution in ("F", "rs_F"):
                 self.fvalue = statistic
+            elif distribution == "bonferroni":
+                self.fvalue = float("nan")  # no F statistic: max |t| and its p-value
 
     def conf_int(self, alpha: float = 0.05) -> np.ndarray:
         """Intervals ``effect -/+ c sd`` at level ``1 - alpha`` (t tests only; a bootstrap
@@ -422,6 +426,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
             _, bonferroni = _bonferroni(results, R, effect, method)
             if bonferroni > out.pvalue:
                 out.pvalue, out.pvalue_is_bound = bonferroni, False
+                out.note = out.note.split("; no replicate reached")[0]
             out.note += (f"; with more than {PLUGIN_JOINT_MAX} restrictions the p-value is "
                          "the larger of this and the Bonferroni combination of the scalar "
                          f"tests ({bonferroni:.4g}): the reference law alone over-rejects "

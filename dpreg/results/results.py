@@ -610,7 +610,10 @@ class DPRegressionResults:
         use_f : bool, optional
             F or chi-square for covariance-based methods (default: F when the method's
             law is Student's t, as statsmodels' ``use_t``). Random scaling uses the
-            multivariate random-scaling pivot.
+            multivariate random-scaling pivot up to two restrictions and the Bonferroni
+            combination of its exact scalar tests beyond (``distribution ==
+            "bonferroni"``: ``statistic`` is ``max |t_j|``; see
+            :mod:`dpreg.results.hypothesis`).
         df_constraints : None
             Not supported; must be None.
         scalar : bool
@@ -632,7 +635,9 @@ class DPRegressionResults:
         """Joint F test of ``H0: R theta = q``.
 
         ``W / q`` against ``F(q, df)``; random scaling: the multivariate random-scaling
-        pivot.
+        pivot up to two restrictions, the Bonferroni combination of its exact scalar
+        tests beyond (whose ``fvalue`` is NaN: no F statistic; ``statistic`` is ``max
+        |t_j|``).
 
         Parameters
         ----------
