@@ -9,8 +9,10 @@ slopes zero), the outcome clipped to [-4, 6], the defaults of ``dp_ols`` (learne
 included) with ``engine="dpsgd"``, ``cov_type="plugin"``. For q = 1, 2, 4, 6, 8 and 12
 restrictions (the first q slopes are zero) the share of fits whose ``wald_test`` p-value
 is below 0.05, per (n, mu), by the fit's tests and, for comparison, by the
-multivariate random-scaling pivot alone (``rs_pivot``). A last row: a design in natural
-units (a quadratic in age, a log income, codebook boxes), its 5 slopes zero, against the
+multivariate random-scaling pivot alone (``rs_pivot``). Then SSP's plug-in (a
+chi-square test) on the same design, over its fits whose ``X'X`` was not floored (a
+floored fit warns) and over the floored ones. A last row: a design in natural units (a
+quadratic in age, a log income, codebook boxes), its 5 slopes zero, against the
 chi-square reference on the same fits.
 
     python validation/joint_test_size.py [--reps 200]
@@ -61,6 +63,32 @@ def cell(n: int, mu: float, reps: int) -> str:
     return f"n = {n:5d} mu = {mu:g}: {parts}  (MC s.e. {se:.3f})"
 
 
+def ssp_cell(n: int, mu: float, reps: int) -> str:
+    """SSP's plug-in joint tests on the same design: size over the unfloored fits (which
+    do not warn) and over the floored ones."""
+    qs = (1, 4, P)
+    rejected = {(f, q): 0 for f in (False, True) for q in qs}
+    fits = {False: 0, True: 0}
+    for r in range(reps):
+        rng = np.random.default_rng(r)
+        data = pd.DataFrame(rng.uniform(-1, 1, (n, P)), columns=NAMES)
+        data["y"] = np.clip(1 + rng.normal(0, 1, n), -4, 6)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dpreg.dp_ols("y ~ " + " + ".join(NAMES), data, mu=mu, bounds=BOUNDS,
+                               random_state=r, engine="ssp")
+        floored = res.settings.value("n_floored") > 0
+        fits[floored] += 1
+        for q in qs:
+            spec = ", ".join(f"{c} = 0" for c in NAMES[:q])
+            test = res.wald_test(spec, scalar=True)
+            rejected[(floored, q)] += float(np.squeeze(test.pvalue)) < 0.05
+    parts = [f"{'floored' if f else 'unfloored'} ({fits[f]} fits) q={q}: "
+             f"{rejected[(f, q)] / fits[f]:.3f}" for f in (False, True) if fits[f]
+             for q in qs]
+    return f"SSP n = {n:5d} mu = {mu:g}: " + "  ".join(parts)
+
+
 NATURAL = "y ~ age + I(age ** 2) + educ + female + np.log(inc)"
 NATURAL_BOUNDS = {"y": (0, 100), "age": (16, 100), "educ": (0, 25), "female": (0, 1),
                   "inc": (1000, 1e6)}
@@ -96,6 +124,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     reps = parser.parse_args().reps
     lines = [cell(n, mu, reps) for n, mu in ((1000, 0.5), (1000, 5.0), (5000, 2.0))]
+    lines += [ssp_cell(n, mu, reps) for n, mu in ((1000, 0.5), (1000, 5.0), (5000, 2.0),
+                                                   (10_000, 5.0))]
     lines.append(natural_cell(2000, 5.0, reps))
     text = "\n".join(lines)
     print(text)
