@@ -6,7 +6,10 @@ The comparisons use rtol 1e-8: the oracle runs statsmodels' own OLS and Logit, s
 only differences are floating-point summation order.
 """
 
+import dataclasses
+
 import numpy as np
+import pandas as pd
 import pytest
 import statsmodels.api as sm
 import statsmodels.formula.api as smf
@@ -198,6 +201,26 @@ def test_private_get_prediction(private_ols):
     assert rs["mean_se"].isna().all()
     np.testing.assert_allclose(rs[["mean_ci_lower", "mean_ci_upper"]].to_numpy()[0],
                                res.conf_int(method="rs").iloc[1].to_numpy(), rtol=1e-10)
+
+
+def test_predictions_and_margins_follow_the_default_inference(private_ols):
+    # one default everywhere: with random scaling as the fit's default, get_prediction
+    # and get_margeff give its intervals (no standard error), else the plug-in's
+    res, frame = private_ols
+    rs_default = dataclasses.replace(res.record, cov_type="rs")
+    switched = type(res)(rs_default)
+    new = frame.iloc[:4]
+    for fit, method in ((res, "plugin"), (switched, "rs")):
+        default = fit.get_prediction(new).summary_frame()
+        chosen = fit.get_prediction(new, method=method).summary_frame()
+        pd.testing.assert_frame_equal(default, chosen)
+        other = fit.get_prediction(new, method={"rs": "plugin", "plugin": "rs"}[method])
+        assert not np.allclose(other.summary_frame()["mean_ci_upper"],
+                               default["mean_ci_upper"])
+        margins = fit.get_margeff(at=new).summary_frame()
+        pd.testing.assert_frame_equal(margins,
+                                      fit.get_margeff(at=new, inference=method).summary_frame())
+    assert switched.get_prediction(new).summary_frame()["mean_se"].isna().all()
 
 
 @pytest.mark.parametrize("at", ["overall", "mean", "median", "all"])
