@@ -91,8 +91,9 @@ class LDPOptions(PathOptions):
             raise OptionError(
                 f"ranges={self.ranges!r} does not apply to engine='ldp_sgd': the private "
                 "ranges are a central release (a curator counts every row into noisy "
-                "histograms), while under local DP no one but the row's owner sees it; a "
-                "local protocol for ranges is future work. Declare tight public bounds, or "
+                "histograms), while under local DP no one but the row's owner sees it, and "
+                "local histograms need far more rows than a fit has (user guide, Private "
+                "ranges: 'Why no local protocol'). Declare tight public bounds, or "
                 "use a central engine ('dpsgd', 'dpgd', 'ssp', 'adassp')")
         if self.n_batches is not None:
             integer_at_least("n_batches", self.n_batches)
