@@ -221,7 +221,7 @@ def test_privacy_covariance_matches_the_noise(seed):
     at fixed data (overidentified, so the W'W and v terms count)."""
     from dpreg.engines.iv import IVSettings, iv_events, iv_sums, release_iv
     from dpreg.fits.iv import DEFAULT_SPLIT
-    from dpreg.inference.iv import iv_estimate
+    from dpreg.inference.iv_estimator import iv_estimate
 
     df = simulate(20000, np.random.default_rng(seed))
     W = np.column_stack([np.ones(len(df)), df.x, df.z1, df.z2])

@@ -27,7 +27,7 @@ from dpreg.engines.ssp import (
 from dpreg.exceptions import ConvergenceWarning, OptionError
 from dpreg.fits.ssp import DEFAULT_SPLIT
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.ssp import (
+from dpreg.inference.ssp_estimator import (
     SSPRelease,
     pboot_replicates,
     privacy_term,

@@ -5,7 +5,7 @@ coefficients (design memo ``design/ssp-engine.md``): three Gaussian mechanisms r
 ``G = X'X``, ``c = X'y`` and ``q = y'y`` of the clipped rows once, and, for the
 sandwich, a fourth releases the meat ``M = sum_i g_i g_i'`` of the clipped scores at the
 released estimate. Everything else (estimate, residual variance, intervals, bootstrap)
-is post-processing: :mod:`dpreg.inference.ssp`.
+is post-processing: :mod:`dpreg.inference.ssp_estimator`.
 
 Clipping (public bounds only). Design rows, in the engine's coordinates, are clipped to
 ``||x|| <= x_bound`` and the outcome, less a public shift ``y_shift``, to ``|y -
@@ -71,7 +71,7 @@ from typing import Mapping
 import numpy as np
 
 from dpreg.engines.adassp import adassp_sensitivities
-from dpreg.inference.ssp import SSPRelease, gram_floor
+from dpreg.inference.ssp_estimator import SSPRelease, gram_floor
 from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
@@ -373,7 +373,7 @@ def release_sums(sums: SSPSums, events: list[GaussianMechanismEvent],
     Returns
     -------
     SSPRelease
-        With the public floor :func:`dpreg.inference.ssp.gram_floor`.
+        With the public floor :func:`dpreg.inference.ssp_estimator.gram_floor`.
     """
     s_g, s_c, s_q = (e.noise_std for e in events[:3])
     p = sums.xty.shape[0]

@@ -2,7 +2,7 @@
 
 Plan from public quantities, record six releases in the ledger before the data are
 read, release the cross-products of the clipped rows (:mod:`dpreg.engines.iv`), and
-post-process them (:mod:`dpreg.inference.iv`): the 2SLS estimate, the private
+post-process them (:mod:`dpreg.inference.iv_estimator`): the 2SLS estimate, the private
 first-stage F statistics, a plug-in and a parametric-bootstrap interval. The design
 mirrors ``engine="ssp"`` (:mod:`dpreg.fits.ssp`).
 """
@@ -34,7 +34,12 @@ from dpreg.fits.common import (
 from dpreg.fits.ssp import params_to_user
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.iv import first_stage_f, iv_covariance, iv_estimate, iv_pboot_replicates
+from dpreg.inference.iv_estimator import (
+    first_stage_f,
+    iv_covariance,
+    iv_estimate,
+    iv_pboot_replicates,
+)
 from dpreg.inference.methods import base_method, engine_methods
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
@@ -71,7 +76,7 @@ class IVOptions:
     Notes
     -----
     The default split is reasoned, not tuned. To first order the estimate moves with
-    the noise of ``W'y`` and of ``W'X`` times ``beta`` (:mod:`dpreg.inference.iv`); at
+    the noise of ``W'y`` and of ``W'X`` times ``beta`` (:mod:`dpreg.inference.iv_estimator`); at
     the largest ``||beta|| = y_bound / x_bound`` that keeps fitted values within the
     outcome's range their two parts are equal for equal shares, as their sensitivities
     ``2 w_bound y_bound`` and ``2 w_bound x_bound`` suggest, so each gets 0.35. The noise

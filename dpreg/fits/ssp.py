@@ -8,7 +8,7 @@ Gram matrix, a private residual variance, and intervals that add the sampling va
 to the privacy noise's: analytic (``"plugin"``, ``"sandwich"``) or by the parametric
 bootstrap of Ferrando, Wang and Sheldon (2022) (``"pboot"``, ``"pboot_basic"``). See
 :mod:`dpreg.engines.ssp` for the releases and their sensitivities and
-:mod:`dpreg.inference.ssp` for the estimator and the intervals.
+:mod:`dpreg.inference.ssp_estimator` for the estimator and the intervals.
 
 Absorbed fixed effects (``absorb="state"``, the levels declared with ``levels=``). The
 design gains ``C(state)`` with the declared levels beside the formula's intercept (the
@@ -77,7 +77,7 @@ from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.bootstrap import bootstrap_inference
 from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.inference.methods import engine_methods
-from dpreg.inference.ssp import (
+from dpreg.inference.ssp_estimator import (
     FAILURE_PROB,
     SSPEstimate,
     SSPRelease,
