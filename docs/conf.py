@@ -53,3 +53,28 @@ exclude_patterns = ["_build"]
 html_theme = "alabaster"
 html_static_path = []
 nitpicky = False
+
+
+def check_recorded_runs(app) -> None:
+    """Docs that cannot go stale: fail the build when a recorded run the pages quote
+    (docs/studies/results/*-run.json, validation/results/) was produced under defaults
+    that have changed since (dpreg.studies.defaults); the error names each stale run,
+    the defaults that changed and the command that reruns it. With
+    DPREG_DOCS_STALE_RUNS=report the list is printed and the build goes on (for a build
+    while reruns are pending; CI never sets it)."""
+    import os
+    import sys
+    from pathlib import Path
+
+    from dpreg.studies.defaults import StaleRunError, check_recorded_runs as check
+
+    try:
+        check(Path(__file__).resolve().parents[1])
+    except StaleRunError as err:
+        if os.environ.get("DPREG_DOCS_STALE_RUNS") != "report":
+            raise
+        print(f"DPREG_DOCS_STALE_RUNS=report: {err}", file=sys.stderr)
+
+
+def setup(app):
+    app.connect("builder-inited", check_recorded_runs)
