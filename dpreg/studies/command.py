@@ -197,6 +197,9 @@ def add_defaults_parser(sub) -> None:
     p.add_argument("files", nargs="*", metavar="FILE", help="stamp: the files written")
     p.add_argument("--command", dest="run_command",
                    help="stamp: the command that wrote FILES (to rerun them)")
+    p.add_argument("--depends", nargs="*", default=None, metavar="PREFIX",
+                   help="stamp: name prefixes of the defaults the files depend on "
+                        "(default: all; none given: no default)")
     p.add_argument("--root", default=".", help="the repository (default: this folder)")
     p.add_argument("--all", dest="show_all", action="store_true",
                    help="check: list every changed default (default: the first four)")
@@ -226,11 +229,14 @@ def defaults_command(args) -> int:
         if not args.files or not args.run_command:
             print("error: stamp needs the FILES just written and --command", file=sys.stderr)
             return 1
-        stamp_validation_results(args.root, args.files, args.run_command)
+        stamp_validation_results(args.root, args.files, args.run_command, args.depends)
         print(f"stamped {len(args.files)} file(s) with today's defaults")
         return 0
     stale = stale_runs(args.root)
     for run in stale:
         print(run.describe(None if args.show_all else 4))
-    print(f"{len(stale)} stale recorded run(s)")
-    return 1 if stale else 0
+        if run.acknowledged:
+            print(f"    acknowledged: {run.acknowledged}")
+    waiting = [run for run in stale if run.acknowledged is None]
+    print(f"{len(stale)} stale recorded run(s), {len(waiting)} not acknowledged")
+    return 1 if waiting else 0

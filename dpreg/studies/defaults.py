@@ -43,10 +43,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "STUDY_RUNS", "VALIDATION_RESULTS",
-           "MANIFEST",
+__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_PREFIXES", "STUDY_RUNS",
+           "VALIDATION_RESULTS", "MANIFEST",
            "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
-           "check_recorded_runs", "stamp_validation_results"]
+           "check_recorded_runs", "recorded_runs_page", "stamp_validation_results"]
 
 #: Module constants that set defaults, by module (a value of ``None``: every constant of
 #: the module whose name is upper case and whose value is a number).
@@ -85,6 +85,13 @@ NEUTRAL = {
     "ssp.absorb": "None: no fixed effects absorbed, as before absorb=",
     "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that a warning's text "
                                                "quotes; it decides no fit or warning",
+}
+#: Prefixes of defaults added with a front end or estimator that no earlier run used: a
+#: run that lacks them is not stale for them (its fits never read them).
+NEUTRAL_PREFIXES = {
+    "dp_iv2sls(": "the IV front end came later; the other front ends do not read it",
+    "iv2sls.": "IV-2SLS's options came later; the other engines do not read them",
+    "fits.iv.": "IV-2SLS's budget split and weak-instrument threshold, read by IV only",
 }
 #: Where the recorded runs are, relative to the repository.
 STUDY_RUNS = "docs/studies/results/*-run.json"
@@ -180,12 +187,15 @@ class StaleRun:
         records no defaults.
     reason : str
         Why, in words.
+    acknowledged : str or None
+        The manifest's reason why the docs still quote it, or ``None``.
     """
 
     path: str
     command: str
     changed: Mapping[str, tuple[str, str | None]]
     reason: str
+    acknowledged: str | None = None
 
     def describe(self, most: int | None = 4) -> str:
         """Several lines: the run, why it is stale, and the command that reruns it.
@@ -216,18 +226,24 @@ class StaleRunError(RuntimeError):
     """A recorded run that the docs quote is older than a change of its defaults."""
 
 
-def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str]):
+def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
+             depends: Iterable[str] | None = None):
     if recorded is None:
         return None
+    if depends is not None:  # only the defaults whose names start with one of these
+        prefixes = tuple(depends)
+        recorded = {k: v for k, v in recorded.items() if k.startswith(prefixes)}
+        current = {k: v for k, v in current.items() if k.startswith(prefixes)}
     changed = {name: (then, current.get(name)) for name, then in recorded.items()
                if current.get(name) != then}
     changed.update({name: (None, now) for name, now in current.items()
-                    if name not in recorded and name not in NEUTRAL})
+                    if name not in recorded and name not in NEUTRAL
+                    and not name.startswith(tuple(NEUTRAL_PREFIXES))})
     return dict(sorted(changed.items()))
 
 
-def _stale(path: str, command: str, recorded, current) -> StaleRun | None:
-    changed = _compare(recorded, current)
+def _stale(path: str, command: str, recorded, current, depends=None) -> StaleRun | None:
+    changed = _compare(recorded, current, depends)
     if changed is None:
         return StaleRun(path, command, {}, "records no defaults (it predates the record "
                         "or was never stamped): nothing shows it was produced under "
@@ -268,7 +284,7 @@ def stale_runs(root: str | Path, current: Mapping[str, str] | None = None
     for path in sorted(root.glob(STUDY_RUNS)):
         record = json.loads(path.read_text())
         found = _stale(str(path.relative_to(root)), record.get("command", "?"),
-                       record.get("defaults"), current)
+                       record.get("defaults"), current, record.get("depends"))
         if found is not None:
             out.append(found)
     manifest = _manifest(root)
@@ -283,10 +299,12 @@ def stale_runs(root: str | Path, current: Mapping[str, str] | None = None
             continue
         recorded = manifest["fingerprints"].get(entry.get("defaults"))
         found = _stale(str(path.relative_to(root)), entry.get("command", "?"), recorded,
-                       current)
+                       current, entry.get("depends"))
         if found is not None:
             out.append(found)
-    return out
+    acknowledged = manifest.get("acknowledged", {})
+    return [dataclasses.replace(run, acknowledged=acknowledged.get(run.path))
+            for run in out]
 
 
 def check_recorded_runs(root: str | Path) -> None:
@@ -300,19 +318,71 @@ def check_recorded_runs(root: str | Path) -> None:
     Raises
     ------
     StaleRunError
-        Naming every stale run, the defaults that changed and the command to rerun it.
+        Naming every stale run that the manifest does not acknowledge, the defaults
+        that changed and the command to rerun it; or an acknowledged run that is
+        current (remove it from ``"acknowledged"``).
     """
     stale = stale_runs(root)
-    if stale:
+    unacknowledged = [run for run in stale if run.acknowledged is None]
+    if unacknowledged:
         raise StaleRunError(
-            f"{len(stale)} recorded run(s) are older than a change of the defaults they "
-            "depend on; rerun them (the command of each is below; the run then records "
-            "today's defaults) before the docs quote them:\n"
-            + "\n".join(run.describe() for run in stale))
+            f"{len(unacknowledged)} recorded run(s) are older than a change of the "
+            "defaults they depend on; rerun them (the command of each is below; the run "
+            "then records today's defaults) before the docs quote them, or acknowledge "
+            f"them in {MANIFEST} with the reason the docs still quote them:\n"
+            + "\n".join(run.describe() for run in unacknowledged))
+    stale_paths = {run.path for run in stale}
+    listed = _manifest(Path(root)).get("acknowledged", {})
+    current_again = sorted(path for path in listed if path not in stale_paths)
+    if current_again:
+        raise StaleRunError(
+            f"{MANIFEST} acknowledges {current_again} as stale, but they match today's "
+            "defaults (or are gone): remove them from 'acknowledged'")
+
+
+def recorded_runs_page(root: str | Path) -> str:
+    """The docs page that lists every stale recorded run (reStructuredText).
+
+    Parameters
+    ----------
+    root : str or path
+        The repository.
+
+    Returns
+    -------
+    str
+        A title, a paragraph, and per stale run: its path, why it is stale, the
+        defaults that changed, the reason the docs still quote it and the command that
+        reruns it. The docs build writes it to ``docs/studies/recorded_runs.rst``.
+    """
+    stale = stale_runs(root)
+    lines = ["Recorded runs older than today's defaults",
+             "=========================================", "",
+             "Every figure the docs quote comes from a recorded run (a study's run record "
+             "in ``docs/studies/results/`` or a file of ``validation/results/``) that "
+             "records the defaults it was produced under "
+             "(:mod:`dpreg.studies.defaults`). The docs build fails when a run is older "
+             "than a change of the defaults it depends on, unless the run is listed "
+             "below with the reason the docs still quote it. "
+             f"{len(stale)} run(s) are listed.", ""]
+    for run in stale:
+        lines += [f"``{run.path}``", f"   {run.reason}. *Still quoted because:* "
+                  f"{run.acknowledged or '(not acknowledged)'}", ""]
+        shown = sorted(run.changed.items())[:6]
+        for name, (then, now) in shown:
+            lines.append(f"   * ``{name}``: ``{'(absent)' if then is None else then}`` -> "
+                         f"``{'(gone)' if now is None else now}``")
+        if len(run.changed) > len(shown):
+            lines.append(f"   * ... and {len(run.changed) - len(shown)} more "
+                         "(``python -m dpreg defaults check --all``)")
+        if shown:
+            lines.append("")
+        lines += [f"   Rerun: ``{run.command}``", ""]
+    return "\n".join(lines) + "\n"
 
 
 def stamp_validation_results(root: str | Path, files: Iterable[str | Path],
-                             command: str) -> dict:
+                             command: str, depends: Iterable[str] | None = None) -> dict:
     """Record that ``files`` were just written by ``command`` under today's defaults.
 
     Call it (or ``python -m dpreg defaults stamp``) right after the run, never for a
@@ -326,11 +396,15 @@ def stamp_validation_results(root: str | Path, files: Iterable[str | Path],
         Files of ``validation/results/`` (paths, or names in that folder).
     command : str
         The command that wrote them (to rerun them).
+    depends : iterable of str, optional
+        Name prefixes of the defaults their numbers depend on (default: all of them;
+        an empty list: none).
 
     Returns
     -------
     dict
-        The manifest as written to :data:`MANIFEST`.
+        The manifest as written to :data:`MANIFEST`; a file stamped now is no longer
+        acknowledged as stale.
     """
     root = Path(root)
     manifest = _manifest(root)
@@ -345,6 +419,9 @@ def stamp_validation_results(root: str | Path, files: Iterable[str | Path],
             raise FileNotFoundError(f"no result {name!r} in {folder}")
         manifest["files"][name] = {"command": command, "defaults": key,
                                    "stamped": stamped}
+        if depends is not None:
+            manifest["files"][name]["depends"] = list(depends)
+        manifest.get("acknowledged", {}).pop(f"{MANIFEST.rsplit('/', 1)[0]}/{name}", None)
     used = {entry.get("defaults") for entry in manifest["files"].values()}
     manifest["fingerprints"] = {k: v for k, v in sorted(manifest["fingerprints"].items())
                                 if k in used}

@@ -137,3 +137,47 @@ def test_this_repositorys_recorded_runs_match_todays_defaults():
     """The check the docs build runs (docs/conf.py): it fails, naming each stale run,
     the defaults that changed and the command to rerun it, until the run is redone."""
     sd.check_recorded_runs(REPO)
+
+
+def test_a_run_depends_only_on_the_defaults_it_names(tmp_path, current):
+    root = _repo(tmp_path, dict(current), results=())
+    record_path = root / "docs/studies/results/s-run.json"
+    record = json.loads(record_path.read_text())
+    record["depends"] = ["privacy.ranges."]
+    record_path.write_text(json.dumps(record))
+    # a default outside its prefixes changes: still current; one inside: stale
+    assert sd.stale_runs(root, dict(current, **{"dpsgd.lr_decay": "0.9"})) == []
+    (stale,) = sd.stale_runs(root, dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"}))
+    assert list(stale.changed) == ["privacy.ranges.DEFAULT_BINS"]
+    # an empty list: the run reads no default at all (an accountant's table)
+    record["depends"] = []
+    record_path.write_text(json.dumps(record))
+    assert sd.stale_runs(root, dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"})) == []
+    # and a new front end's defaults never stale an earlier run
+    assert sd.stale_runs(_repo(tmp_path / "b", {k: v for k, v in current.items()
+                                                if not k.startswith("dp_iv2sls(")},
+                               results=()), current) == []
+
+
+def test_an_acknowledged_stale_run_is_listed_not_failed_and_the_list_only_shrinks(
+        tmp_path, current):
+    root = _repo(tmp_path, None, manifest={"fingerprints": {}, "files": {}},
+                 results=("a.csv",))
+    with pytest.raises(sd.StaleRunError, match="2 recorded run"):
+        sd.check_recorded_runs(root)
+    manifest = {"fingerprints": {}, "files": {}, "acknowledged": {
+        "docs/studies/results/s-run.json": "rerun pending (three hours)",
+        "validation/results/a.csv": "rerun pending"}}
+    (root / sd.MANIFEST).write_text(json.dumps(manifest))
+    sd.check_recorded_runs(root)  # both acknowledged: the check passes
+    page = sd.recorded_runs_page(root)
+    assert "2 run(s) are listed" in page and "``validation/results/a.csv``" in page
+    assert "rerun pending (three hours)" in page and "Rerun: ``python -m dpreg study s" in page
+    # stamping a rerun file removes its acknowledgement; a current run still listed fails
+    sd.stamp_validation_results(root, ["a.csv"], "python validation/a.py")
+    assert "validation/results/a.csv" not in json.loads(
+        (root / sd.MANIFEST).read_text())["acknowledged"]
+    record = {"study": "s", "command": "c", "defaults": current}
+    (root / "docs/studies/results/s-run.json").write_text(json.dumps(record))
+    with pytest.raises(sd.StaleRunError, match="remove them from 'acknowledged'"):
+        sd.check_recorded_runs(root)
