@@ -285,9 +285,10 @@ def main(argv=None) -> int:
                      help="also show the spread of the private rows over this many seeds")
     rep.set_defaults(func=cmd_replicate)
 
-    from dpreg.studies.command import add_study_parser
+    from dpreg.studies.command import add_defaults_parser, add_study_parser
 
     add_study_parser(sub)
+    add_defaults_parser(sub)
 
     args = parser.parse_args(argv)
     from dpreg.exceptions import DPRegError

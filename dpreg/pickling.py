@@ -7,7 +7,9 @@ its exceptions, so any layer can use it). Loading runs pickle: load only files y
 
 A pickle names each class by its module. Files written before the modules of ``dpreg/``
 moved into folders name the old modules (a stream checkpoint holds
-``dpreg.stream.LDPStream`` and ``dpreg.conditioning.Conditioning``): :func:`read_pickle`
+``dpreg.stream.LDPStream`` and ``dpreg.conditioning.Conditioning``), and files written
+before ``dpreg.inference.ssp`` and ``dpreg.inference.iv`` became ``ssp_estimator`` and
+``iv_estimator`` name those (an ``SSPRelease`` pickled on its own): :func:`read_pickle`
 looks those up where they live now (:data:`MOVED_MODULES`), so such files still load
 through :func:`dpreg.load` and ``DPRegressionResults.load``. The Results classes never
 moved (``dpreg.results.results``).
@@ -24,7 +26,9 @@ from dpreg.exceptions import DataError
 __all__ = ["write_pickle", "read_pickle", "read_instance", "MOVED_MODULES"]
 
 #: ``{module in older pickles: where its classes and functions live now}``: the modules
-#: that sat loose in ``dpreg/`` until they moved into the folders of their layers.
+#: that sat loose in ``dpreg/`` until they moved into the folders of their layers, and the
+#: estimators of the sufficient-statistics releases, renamed apart from the engines' and
+#: the fits' modules of the same name.
 MOVED_MODULES = {
     "dpreg.api": "dpreg.frontend.api",
     "dpreg.model": "dpreg.frontend.model",
@@ -41,6 +45,8 @@ MOVED_MODULES = {
     "dpreg.prediction": "dpreg.results.prediction",
     "dpreg.tables": "dpreg.results.tables",
     "dpreg.star_table1": "dpreg.studies.star_table1",
+    "dpreg.inference.ssp": "dpreg.inference.ssp_estimator",
+    "dpreg.inference.iv": "dpreg.inference.iv_estimator",
 }
 
 

@@ -63,10 +63,17 @@ SKIPPED = {
 }
 
 
+#: Pages the docs build writes (not committed): their commands are the manifest's rerun
+#: commands of recorded runs (dpreg.studies.defaults.recorded_runs_page).
+BUILT_PAGES = {"studies/recorded_runs.rst"}
+
+
 def rst_pages() -> list[str]:
-    """The pages of docs/ (not a build's output, nor autosummary's generated stubs)."""
+    """The pages of docs/ (not a build's output, autosummary's generated stubs or the
+    pages the build writes)."""
     return sorted(p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.rst")
-                  if not {"_build", "generated"} & set(p.parts))
+                  if not {"_build", "generated"} & set(p.parts)
+                  and p.relative_to(DOCS).as_posix() not in BUILT_PAGES)
 
 
 def read_page(page: str) -> str:

@@ -355,7 +355,9 @@ def test_adassp_works_in_the_bounds_coordinates_and_warns_on_its_ridge():
     inside = (ci[:, 0] <= ols.params.to_numpy()) & (ols.params.to_numpy() <= ci[:, 1])
     assert inside.all() and res.settings.value("ridge") == 0
     # at a small budget the private X'X is poorly conditioned: a ridge, and a warning
-    with pytest.warns(ConvergenceWarning, match="AdaSSP added a ridge"):
+    with pytest.warns(ConvergenceWarning, match="AdaSSP added a ridge") as rec:
         small = dpreg.dp_ols("y ~ age * educ", data, mu=0.05, **kw)
     assert small.settings.value("ridge") > 0
     assert any(n.startswith("WARNING: AdaSSP added a ridge") for n in small.notes)
+    # through the fit's report (build_results): at the user's line, no convergence report
+    assert rec[0].filename == __file__ and not hasattr(small, "convergence")

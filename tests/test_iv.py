@@ -149,10 +149,13 @@ def test_coverage_strong_instruments(reps):
 def test_weak_instrument_warns(seed):
     rng = np.random.default_rng(seed)
     df = simulate(5000, rng, strength=0.0)  # d does not depend on z1, z2
-    with pytest.warns(ConvergenceWarning, match="weak instruments"):
+    with pytest.warns(ConvergenceWarning, match="weak instruments") as rec:
         res = dpreg.dp_iv2sls(FORMULA, df, mu=5.0, bounds=BOUNDS, random_state=1)
     assert res.first_stage["d"] < 10
     assert any("weak instruments" in note for note in res.notes)
+    # through the fit's report (build_results): at the user's line, no convergence report
+    assert all(w.filename == __file__ for w in rec)
+    assert not hasattr(res, "convergence")
 
 
 def test_strong_instrument_does_not_warn(seed):
@@ -221,7 +224,7 @@ def test_privacy_covariance_matches_the_noise(seed):
     at fixed data (overidentified, so the W'W and v terms count)."""
     from dpreg.engines.iv import IVSettings, iv_events, iv_sums, release_iv
     from dpreg.fits.iv import DEFAULT_SPLIT
-    from dpreg.inference.iv import iv_estimate
+    from dpreg.inference.iv_estimator import iv_estimate
 
     df = simulate(20000, np.random.default_rng(seed))
     W = np.column_stack([np.ones(len(df)), df.x, df.z1, df.z2])

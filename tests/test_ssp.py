@@ -27,7 +27,7 @@ from dpreg.engines.ssp import (
 from dpreg.exceptions import ConvergenceWarning, OptionError
 from dpreg.fits.ssp import DEFAULT_SPLIT
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.ssp import (
+from dpreg.inference.ssp_estimator import (
     SSPRelease,
     pboot_replicates,
     privacy_term,
@@ -454,15 +454,45 @@ def test_the_floor_warning_names_the_coefficients_it_decides():
                            engine="ssp", ranges="declared", random_state=1)
     change = res.floor_sensitivity["se_change"]
     named = list(change.index[change > SSP_FLOOR_SENSITIVITY])  # in the design's order
-    message = next(str(w.message) for w in rec if "delta method" in str(w.message))
+    warned = next(w for w in rec if "delta method" in str(w.message))
+    message = str(warned.message)
     assert message.startswith(f"SSP: the delta method is unreliable for {named}:")
     assert "age" in named and "d" not in named
+    # the warning comes from the fit's report (dpreg.fits.common.build_results), as every
+    # fit's does: it points at the user's line, is the summary's last note, and the
+    # results keep no convergence report (SSP runs no path checks)
+    assert warned.filename == __file__
+    assert res.notes.count("WARNING: " + message) == 1
+    assert res.notes[-1] == "WARNING: " + message
+    assert not hasattr(res, "convergence")
     # with the noise nearly off nothing is floored: no change, no warning
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         big = dpreg.dp_ols("y ~ age + I(age ** 2) + d", data, bounds=bounds, mu=1e9,
                            engine="ssp", ranges="declared", random_state=1)
     assert (big.floor_sensitivity.to_numpy() == 0).all()
+
+
+def test_ssp_report_warns_on_the_floor_and_on_sigma2_only_where_they_matter():
+    # ssp_report on hand-made estimates: which findings warn and which are notes
+    from dpreg.inference.ssp_estimator import ReleaseReport, ssp_report
+
+    rel = SSPRelease(gram=np.eye(2), xty=np.ones(2), yty=10.0, nobs=100, s_gram=0.1,
+                     s_xty=0.1, s_yty=0.5, floor=0.3)
+    est = ssp_estimate(rel)
+    quiet = ssp_report(est, rel, ["a", "b"], np.array([0.5, 0.5]), uses_sigma2=True)
+    assert quiet.ok and quiet.messages("SSP") == [] and len(quiet.notes) == 1
+    assert quiet.notes[0].startswith("SSP intervals are for the population coefficients")
+    floored = dataclasses.replace(est, n_floored=1, sigma2_floored=True, rss=0.1)
+    loud = ssp_report(floored, rel, ["a", "b"], np.array([0.5, 0.01]), uses_sigma2=True)
+    assert not loud.ok and len(loud.messages("SSP")) == 2
+    assert loud.warnings[0].startswith("SSP: the delta method is unreliable for ['a']:")
+    assert "sigma~^2 was set from the floor: the interval's" in loud.warnings[1]
+    # nothing named, sigma~^2 unused by the interval: two notes, no warning
+    calm = ssp_report(floored, rel, ["a", "b"], np.array([0.01, 0.01]), uses_sigma2=False)
+    assert calm.ok and len(calm.notes) == 3
+    assert "so no warning." in calm.notes[1] and calm.notes[2].endswith("from the floor.")
+    assert ReleaseReport().ok
 
 
 # ------------------------------------------------------------------ bad input

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg.inference.plugin import clip_rows, floor_eigenvalues
-from dpreg.inference.ssp import privacy_term
+from dpreg.inference.ssp_estimator import privacy_term
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
@@ -168,7 +168,7 @@ def adassp_covariance(out: AdaSSPOutput, events: list[GaussianMechanismEvent]) -
 
     and for ``E`` symmetric with iid ``N(0, s2^2)`` upper triangle,
     ``Cov(E theta) = s2^2 (||theta||^2 I + theta theta' - diag(theta^2))``
-    (:func:`dpreg.inference.ssp.privacy_term`, shared with ``engine="ssp"``), so
+    (:func:`dpreg.inference.ssp_estimator.privacy_term`, shared with ``engine="ssp"``), so
 
         Cov(theta~ | data) ~= M^{-1} [s3^2 I + s2^2 C(theta)] M^{-1},
 

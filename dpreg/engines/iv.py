@@ -5,7 +5,7 @@ exogenous regressors and excluded instruments; ``x`` the regressors: exogenous a
 endogenous), the cross-products ``W'W``, ``W'X``, ``W'y`` for the estimate and
 ``X'X``, ``X'y``, ``y'y`` for the residual variance. Six Gaussian mechanisms release
 them once, from the clipped rows; everything else (estimate, first-stage F, intervals)
-is post-processing: :mod:`dpreg.inference.iv`.
+is post-processing: :mod:`dpreg.inference.iv_estimator`.
 
 Clipping (public bounds only), as in :mod:`dpreg.engines.ssp`: each row of ``W`` and of
 ``X``, in the engine's coordinates, is scaled down to norm at most ``w_bound`` and
@@ -34,8 +34,8 @@ from typing import Mapping
 
 import numpy as np
 
-from dpreg.inference.iv import IVRelease
-from dpreg.inference.ssp import gram_floor
+from dpreg.inference.iv_estimator import IVRelease
+from dpreg.inference.ssp_estimator import gram_floor
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
@@ -196,7 +196,7 @@ def release_iv(sums: IVSums, events: list[GaussianMechanismEvent],
     Returns
     -------
     IVRelease
-        With the public floor of ``W'W`` (:func:`dpreg.inference.ssp.gram_floor`).
+        With the public floor of ``W'W`` (:func:`dpreg.inference.ssp_estimator.gram_floor`).
     """
     s = {key: e.noise_std for key, e in zip(MECHANISMS, events, strict=True)}
     L, k = sums.wx.shape

@@ -4,8 +4,10 @@ Plain (non-adaptive) sufficient-statistics perturbation aimed at the population
 coefficients (design memo ``design/ssp-engine.md``): three Gaussian mechanisms release
 ``G = X'X``, ``c = X'y`` and ``q = y'y`` of the clipped rows once, and, for the
 sandwich, a fourth releases the meat ``M = sum_i g_i g_i'`` of the clipped scores at the
-released estimate. Everything else (estimate, residual variance, intervals, bootstrap)
-is post-processing: :mod:`dpreg.inference.ssp`.
+released estimate. :func:`release_ssp` makes the whole release (the sums' noise, then
+the meat at the estimate of the first three releases, post-processing). Everything else
+(estimate, residual variance, intervals, bootstrap, checks) is post-processing:
+:mod:`dpreg.inference.ssp_estimator`.
 
 Clipping (public bounds only). Design rows, in the engine's coordinates, are clipped to
 ``||x|| <= x_bound`` and the outcome, less a public shift ``y_shift``, to ``|y -
@@ -65,19 +67,19 @@ is ``sqrt(2) B``, as here and in AdaSSP.)
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Mapping
+from dataclasses import dataclass, replace
+from typing import Callable, Mapping
 
 import numpy as np
 
 from dpreg.engines.adassp import adassp_sensitivities
-from dpreg.inference.ssp import SSPRelease, gram_floor
+from dpreg.inference.ssp_estimator import SSPRelease, gram_floor, ssp_estimate
 from dpreg.privacy.events import GaussianMechanismEvent, cluster_adjacency
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
 __all__ = ["SSPSettings", "SSPSums", "MECHANISMS", "ssp_sensitivities", "ssp_events",
            "ssp_sums", "add_sums", "meat_sum", "release_sums", "release_meat", "first_rows",
-           "cluster_meat_sum"]
+           "cluster_meat_sum", "SSPOutput", "release_ssp"]
 
 #: Ledger names of the releases by budget-split key, in the order they are drawn.
 MECHANISMS = {"gram": "SSP X'X", "xty": "SSP X'y", "yty": "SSP y'y",
@@ -373,7 +375,7 @@ def release_sums(sums: SSPSums, events: list[GaussianMechanismEvent],
     Returns
     -------
     SSPRelease
-        With the public floor :func:`dpreg.inference.ssp.gram_floor`.
+        With the public floor :func:`dpreg.inference.ssp_estimator.gram_floor`.
     """
     s_g, s_c, s_q = (e.noise_std for e in events[:3])
     p = sums.xty.shape[0]
@@ -400,3 +402,59 @@ def release_meat(meat: np.ndarray, event: GaussianMechanismEvent,
     """
     return _upper_mirrored(meat) + symmetric_gaussian_noise(meat.shape[0], event.noise_std,
                                                             rng)
+
+
+@dataclass(frozen=True, eq=False)
+class SSPOutput:
+    """What :func:`release_ssp` returns: the release and the engine's clipping counts.
+
+    Attributes
+    ----------
+    release : SSPRelease
+        ``G~``, ``c~``, ``q~`` (and ``M~`` when the meat was released) with their public
+        constants.
+    rows_clipped : int
+        Rows whose norm exceeded ``x_bound`` (non-private, for ``diagnostics=True``).
+    scores_clipped : int or None
+        Scores (per row, or per cluster) clipped in the meat (non-private); ``None``
+        without the meat.
+    """
+
+    release: SSPRelease
+    rows_clipped: int
+    scores_clipped: int | None = None
+
+
+def release_ssp(sums: SSPSums, events: list[GaussianMechanismEvent],
+                rng: np.random.Generator,
+                meat: Callable[[np.ndarray], tuple[np.ndarray, int]] | None = None
+                ) -> SSPOutput:
+    """The whole SSP release: the sums' noise, then the meat at the released estimate.
+
+    Parameters
+    ----------
+    sums : SSPSums
+        The exact sums of the clipped rows.
+    events : list of GaussianMechanismEvent
+        :func:`ssp_events` (already in the ledger): three, or four with the meat.
+    rng : numpy.random.Generator
+        The mechanisms' stream: the draws of :func:`release_sums`, then those of
+        :func:`release_meat`.
+    meat : callable, optional
+        ``theta -> (meat, scores clipped)``: the meat of the clipped scores at ``theta``
+        (:func:`meat_sum` or :func:`cluster_meat_sum` of the same rows, or a pass over a
+        Dask frame). It is called once, at ``beta~`` of the first three releases
+        (:func:`dpreg.inference.ssp_estimator.ssp_estimate`, post-processing), and
+        released with ``events[3]``. ``None``: no meat.
+
+    Returns
+    -------
+    SSPOutput
+    """
+    rel = release_sums(sums, events, rng)
+    scores_clipped = None
+    if meat is not None:
+        matrix, scores_clipped = meat(ssp_estimate(rel).params)
+        rel = replace(rel, meat=release_meat(matrix, events[3], rng))
+    return SSPOutput(release=rel, rows_clipped=int(sums.rows_clipped),
+                     scores_clipped=None if scores_clipped is None else int(scores_clipped))

@@ -7,7 +7,6 @@ domain", in Gaussian form (see :mod:`dpreg.engines.adassp`).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -15,11 +14,12 @@ import numpy as np
 
 from dpreg.design import design_notes
 from dpreg.engines.adassp import AdaSSPSettings, adassp_covariance, adassp_estimate, adassp_events
-from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
+from dpreg.exceptions import OptionError
 from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_record, seed_text
 from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.methods import engine_methods
+from dpreg.inference.ssp_estimator import ReleaseReport
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_adassp", "AdaSSPOptions", "LABEL", "events_builder"]
@@ -133,6 +133,7 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
                                       note)}
     notes = list(design_notes(design))
+    report = ReleaseReport()  # its warning reaches the user through build_results
     if out.ridge > 0:
         # a ridge means the private X'X is poorly conditioned at this budget (its
         # smallest eigenvalue is near the noise): the delta-method interval then misses
@@ -146,8 +147,7 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
                    "noise in X'X beyond first order, are too short for every "
                    "coefficient. Use engine='ssp' (no ridge), raise the budget, or "
                    "declare tighter bounds.")
-        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-        notes.append("WARNING: " + message)
+        report = ReleaseReport(warnings=(message,))
     table = {
         "engine": "adassp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
         "conditioning": cond.description,
@@ -165,4 +165,4 @@ def fit_adassp(problem: Problem, opts: AdaSSPOptions, request,
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
-        cov_matrix=cov, diagnostics=diagnostics))
+        cov_matrix=cov, diagnostics=diagnostics, report=report))

@@ -543,8 +543,10 @@ class FitRecord:
     checked : bool
         Whether the free convergence checks ran (the results then have ``convergence``,
         the report or ``None``).
-    report : ConvergenceReport, optional
-        Their findings: each warns and adds a summary line.
+    report : ConvergenceReport or ReleaseReport, optional
+        The fit's findings (a path's free checks, or
+        :class:`~dpreg.inference.ssp_estimator.ReleaseReport` of a one-shot release):
+        each warns and adds a summary line. Only a path's is kept (with ``checked``).
     checkpoint_sd : ndarray (p,), optional
         DP-GD: the spread of the last checkpoints (``results.checkpoint_sd``).
     floor_sensitivity : DataFrame, optional

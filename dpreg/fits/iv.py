@@ -2,7 +2,7 @@
 
 Plan from public quantities, record six releases in the ledger before the data are
 read, release the cross-products of the clipped rows (:mod:`dpreg.engines.iv`), and
-post-process them (:mod:`dpreg.inference.iv`): the 2SLS estimate, the private
+post-process them (:mod:`dpreg.inference.iv_estimator`): the 2SLS estimate, the private
 first-stage F statistics, a plug-in and a parametric-bootstrap interval. The design
 mirrors ``engine="ssp"`` (:mod:`dpreg.fits.ssp`).
 """
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 from dataclasses import dataclass
 from typing import Any, Mapping
 
@@ -22,7 +21,7 @@ from dpreg._checks import integer_at_least
 from dpreg.design import Design, design_notes
 from dpreg.design.conditioning import Conditioning, default_conditioning
 from dpreg.engines.iv import MECHANISMS, IVSettings, iv_events, iv_sums, release_iv
-from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
+from dpreg.exceptions import OptionError
 from dpreg.fits.common import (
     FitRecord,
     Problem,
@@ -34,8 +33,14 @@ from dpreg.fits.common import (
 from dpreg.fits.ssp import params_to_user
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.iv import first_stage_f, iv_covariance, iv_estimate, iv_pboot_replicates
+from dpreg.inference.iv_estimator import (
+    first_stage_f,
+    iv_covariance,
+    iv_estimate,
+    iv_pboot_replicates,
+)
 from dpreg.inference.methods import base_method, engine_methods
+from dpreg.inference.ssp_estimator import ReleaseReport
 from dpreg.privacy.request import split_budget
 from dpreg.results import DPRegressionResults, Settings
 
@@ -71,7 +76,7 @@ class IVOptions:
     Notes
     -----
     The default split is reasoned, not tuned. To first order the estimate moves with
-    the noise of ``W'y`` and of ``W'X`` times ``beta`` (:mod:`dpreg.inference.iv`); at
+    the noise of ``W'y`` and of ``W'X`` times ``beta`` (:mod:`dpreg.inference.iv_estimator`); at
     the largest ``||beta|| = y_bound / x_bound`` that keeps fitted values within the
     outcome's range their two parts are equal for equal shares, as their sensitivities
     ``2 w_bound y_bound`` and ``2 w_bound x_bound`` suggest, so each gets 0.35. The noise
@@ -261,6 +266,9 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
     messages = []
     weak = [name for name, f in zip(endog_names, fstats, strict=True)
             if not f >= WEAK_F]
+    if not math.isfinite(float(np.min(fstats, initial=np.inf))):
+        notes.append("A first-stage F is undefined (the private residual sum of squares of "
+                     "the first stage was not positive).")
     if weak:
         messages.append(f"IV-2SLS: weak instruments: the private first-stage F of {weak} is "
                         f"below {WEAK_F:g} ({', '.join(f'{f:.3g}' for f in fstats)}): 2SLS is "
@@ -276,9 +284,6 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
         messages.append(f"IV-2SLS: the private residual sum of squares ({est.rss:.4g}) was "
                         f"below its floor s_yy = {rel.s_yy:.4g}; sigma~^2 was set from the "
                         "floor and the intervals' sampling variance is unreliable")
-    for message in messages:
-        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-        notes.append("WARNING: " + message)
 
     table: dict[str, Any] = {
         "engine": "iv2sls (ssp)", "w_bound": settings.w_bound, "x_bound": settings.x_bound,
@@ -295,11 +300,10 @@ def fit_iv2sls(iv: IVProblem, opts: IVOptions, request) -> DPRegressionResults:
               "sigma2_floored": "sigma~^2 at its floor", "budget_split": "budget_split (mu^2)",
               "first_stage_F": "first-stage F (private)", "instruments": "instruments (W)",
               "n_boot": "bootstrap replicates"}
-    if not math.isfinite(float(np.min(fstats, initial=np.inf))):
-        notes.append("A first-stage F is undefined (the private residual sum of squares of "
-                     "the first stage was not positive).")
     return build_results(problem, FitRecord(
         params=params, inferences=infs, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
         cov_matrix=covs[base_method(opts.cov_type)], nobs=n, n_dropped=iv.n_dropped,
-        first_stage=first_stage))
+        first_stage=first_stage,
+        # its warnings reach the user through build_results, as every fit's report does
+        report=ReleaseReport(warnings=tuple(messages))))

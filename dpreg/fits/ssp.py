@@ -8,7 +8,7 @@ Gram matrix, a private residual variance, and intervals that add the sampling va
 to the privacy noise's: analytic (``"plugin"``, ``"sandwich"``) or by the parametric
 bootstrap of Ferrando, Wang and Sheldon (2022) (``"pboot"``, ``"pboot_basic"``). See
 :mod:`dpreg.engines.ssp` for the releases and their sensitivities and
-:mod:`dpreg.inference.ssp` for the estimator and the intervals.
+:mod:`dpreg.inference.ssp_estimator` for the estimator and the intervals.
 
 Absorbed fixed effects (``absorb="state"``, the levels declared with ``levels=``). The
 design gains ``C(state)`` with the declared levels beside the formula's intercept (the
@@ -39,9 +39,7 @@ about the population coefficients.
 
 from __future__ import annotations
 
-import math
 import numbers
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Mapping
 
@@ -58,12 +56,11 @@ from dpreg.engines.ssp import (
     cluster_meat_sum,
     first_rows,
     meat_sum,
-    release_meat,
-    release_sums,
+    release_ssp,
     ssp_events,
     ssp_sums,
 )
-from dpreg.exceptions import ConvergenceWarning, OptionError, user_stacklevel
+from dpreg.exceptions import OptionError
 from dpreg.fits.common import (
     FitRecord,
     Problem,
@@ -75,15 +72,14 @@ from dpreg.fits.common import (
 from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw, StudentLaw
 from dpreg.inference.bootstrap import bootstrap_inference
-from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.inference.methods import engine_methods
-from dpreg.inference.ssp import (
-    FAILURE_PROB,
+from dpreg.inference.ssp_estimator import (
     SSPEstimate,
     SSPRelease,
     pboot_replicates,
     ssp_covariance,
     ssp_estimate,
+    ssp_report,
 )
 from dpreg.privacy.calibration import calibrate_to_budget
 from dpreg.privacy.disclosure import cluster_note
@@ -628,12 +624,11 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
                                               prior=problem.prior)
     n = int(sums.nobs)
     rng_noise, rng_boot = spawn_rngs(opts.random_state, 2)
-    rel = release_sums(sums, events, rng_noise)
+    # down the layers once: the engine releases, inference computes from the release
+    out = release_ssp(sums, events, rng_noise, meat=(
+        (lambda theta: source.meat(settings, theta)) if opts.robust else None))
+    rel = out.release
     est = ssp_estimate(rel)
-    meat_clipped = None
-    if opts.robust:
-        meat, meat_clipped = source.meat(settings, est.params)
-        rel = replace(rel, meat=release_meat(meat, events[3], rng_noise))
     theta_z = est.params
     params = params_to_user(cond, theta_z, settings.y_shift, intercept)
     n_groups = getattr(source, "n_groups", None)
@@ -644,8 +639,6 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     keep = np.arange(p)  # the reported coefficients (not the absorbed effects)
     if problem.absorbed is not None:
         keep = np.setdiff1d(np.arange(p), problem.absorbed[2])
-    floor_named = [design.exog_names[j] for j in keep
-                   if est.n_floored and se_change[j] > SSP_FLOOR_SENSITIVITY]
 
     notes = list(source.notes())
     if n_groups is not None:
@@ -659,50 +652,20 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
                      f"dummies, not reported); {df_text} counts them. One budget "
                      "for all levels: a row touches one level's dummy (parallel "
                      "composition).")
-    ratio = est.delta_ratio
-    cap = 2.0 / math.sqrt(math.log(2.0 * p * p / FAILURE_PROB))
-    notes.append(f"SSP intervals are for the population coefficients (not OLS on these "
-                 f"rows); the declared bounds must be true bounds (clipping changes the "
-                 f"target). Delta-method check 2 s_G sqrt(p) / lambda_min(G~+) = "
-                 f"{ratio:.3g} (the noise's operator norm against the smallest eigenvalue; "
-                 f"the floor caps it at {cap:.3g}).")
-    messages = []
-    floored = (f"{est.n_floored} eigenvalue(s) of the released X'X were below the noise "
-               f"floor tau = {rel.floor:.4g} and were raised to it (2 s_G sqrt(p) / "
-               f"lambda_min(G~+) = {ratio:.3g}, at its cap)")
-    if floor_named:
-        messages.append(f"SSP: the delta method is unreliable for {floor_named}: "
-                        f"{floored}, and the standard errors of these coefficients change "
-                        f"by more than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles: "
-                        "the release is dominated by noise in their directions and their "
-                        "intervals may undercover, the bootstrap's more than the "
-                        "plug-in's (the other coefficients' intervals do not depend on the "
-                        "floor: res.floor_sensitivity). Increase the budget, n or the "
-                        "'gram' share of budget_split, or tighten the covariates' bounds")
-    elif est.n_floored:
-        notes.append(f"SSP: {floored}; no coefficient's standard error changes by more "
-                     f"than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles "
-                     "(res.floor_sensitivity), so no warning.")
     uses_sigma2 = opts.base_cov_type == "plugin" or (opts.base_cov_type.startswith("pboot")
                                                 and not opts.robust)
-    if est.sigma2_floored:
-        text = (f"SSP: the private residual sum of squares ({est.rss:.4g}) was below its "
-                f"floor s_q = {rel.s_yty:.4g}; sigma~^2 was set from the floor")
-        if uses_sigma2:
-            messages.append(text + ": the interval's sampling variance is unreliable; "
-                            "increase the budget or tighten the outcome's bounds")
-        else:
-            notes.append(text + ".")
-    for message in messages:
-        warnings.warn(message, ConvergenceWarning, stacklevel=user_stacklevel())
-        notes.append("WARNING: " + message)
+    # its warnings reach the user through build_results, as every fit's report does
+    report = ssp_report(est, rel, [design.exog_names[j] for j in keep], se_change[keep],
+                        uses_sigma2)
+    notes.extend(report.notes)
 
     table: dict[str, Any] = {
         "engine": "ssp", "x_bound": settings.x_bound, "y_bound": settings.y_bound,
         "y_shift": settings.y_shift,
         "budget_split": ", ".join(f"{k} {w:.3g}" for k, w in split.items()),
         "conditioning": cond.description, "floor": rel.floor,
-        "n_floored": est.n_floored, "lambda_min": est.lambda_min, "delta_ratio": ratio,
+        "n_floored": est.n_floored, "lambda_min": est.lambda_min,
+        "delta_ratio": est.delta_ratio,
         "sigma2": est.sigma2, "sigma2_floored": est.sigma2_floored,
         "n_boot": opts.n_boot, "robust": opts.robust,
     }
@@ -724,9 +687,9 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
               "absorb": "absorbed effects"}
     diagnostics = None
     if opts.diagnostics:
-        diagnostics = {"rows_clipped": int(sums.rows_clipped)}
-        if meat_clipped is not None:
-            diagnostics["scores_clipped"] = int(meat_clipped)
+        diagnostics = {"rows_clipped": out.rows_clipped}
+        if out.scores_clipped is not None:
+            diagnostics["scores_clipped"] = out.scores_clipped
     names, df_resid, cov = None, None, covs[opts.base_cov_type]
     if problem.absorbed is not None:  # report the other coefficients only
         names = tuple(design.exog_names[j] for j in keep)
@@ -739,7 +702,7 @@ def fit_ssp(problem: Problem, opts: SSPOptions, request,
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,
-        cov_matrix=cov, diagnostics=diagnostics, nobs=n,
+        cov_matrix=cov, diagnostics=diagnostics, nobs=n, report=report,
         n_dropped=source.n_dropped, names=names, df_resid=df_resid, n_groups=n_groups,
         floor_sensitivity=sensitivity))
 

@@ -2,7 +2,7 @@
 
 A bootstrap record keeps the ``B x p`` replicates ``theta*_1, ..., theta*_B`` of the
 estimate (drawn by post-processing of released quantities: see
-:func:`dpreg.inference.ssp.pboot_replicates`) and computes from them, for each
+:func:`dpreg.inference.ssp_estimator.pboot_replicates`) and computes from them, for each
 coefficient, with ``q_a`` the ``a``-quantile of the replicates (numpy's default linear
 interpolation):
 

@@ -70,7 +70,12 @@ def _optional_int(value) -> int | None:
 class ResultsRecord:
     """Everything a Results object is made of.
 
-    Attributes
+    A frozen dataclass: every parameter is also an attribute of the same name, and
+    ``DPRegressionResults(record)`` builds a Results object from it (``res.record`` gives
+    a result's). The fits, the oracle and loading build records; a user reads them, or
+    copies one with :func:`dataclasses.replace` to build a result with other values.
+
+    Parameters
     ----------
     params : ndarray (p,)
         The estimate.
@@ -116,7 +121,7 @@ class ResultsRecord:
         The public description of that design (variable kinds and declared
         categories) that rebuilds it after loading; derived from ``design_info`` when
         the record has a formula and none is given.
-    convergence, checkpoint_sd, diagnostics, floor_sensitivity, first_stage
+    convergence, checkpoint_sd, diagnostics, floor_sensitivity, first_stage : object
         The optional parts (:data:`OPTIONAL_PARTS`), :data:`ABSENT` unless the fit
         made them: the free convergence checks' report (or ``None``), DP-GD's spread
         of the last checkpoints, the non-private counts of ``diagnostics=True``
@@ -169,7 +174,14 @@ class ResultsRecord:
             object.__setattr__(self, name, value)
 
     def parts(self) -> dict[str, Any]:
-        """The optional parts this record has, by name (those not :data:`ABSENT`)."""
+        """The optional parts this record has, by name.
+
+        Returns
+        -------
+        dict
+            ``{name: value}`` of the fields of :data:`OPTIONAL_PARTS` that are not
+            :data:`ABSENT`.
+        """
         return {name: getattr(self, name) for name in OPTIONAL_PARTS
                 if getattr(self, name) is not ABSENT}
 

@@ -6,13 +6,14 @@ import json
 import os
 import platform
 import shlex
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
-__all__ = ["add_study_parser", "study_command"]
+__all__ = ["add_study_parser", "study_command", "add_defaults_parser", "defaults_command"]
 
 
 def add_study_parser(sub) -> None:
@@ -67,6 +68,7 @@ def study_command(args) -> int:
         Exit code.
     """
     from dpreg.studies.catalog import get_study
+    from dpreg.studies.defaults import defaults_fingerprint
     from dpreg.studies.runner import run_study
     from dpreg.studies.summaries import AVERAGE, compare_with_reference
 
@@ -132,6 +134,9 @@ def study_command(args) -> int:
         "dpreg": _version(), "python": platform.python_version(),
         "machine": f"{platform.machine()}, {os.cpu_count()} logical CPU(s)",
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        # the defaults these numbers were produced under (dpreg.studies.defaults): the
+        # docs build fails once one of them changes, until the study is rerun
+        "defaults": defaults_fingerprint(),
     }
     rec_path = out / f"{study.name}-run.json"
     rec_path.write_text(json.dumps(record, indent=2) + "\n")
@@ -172,3 +177,66 @@ def _version() -> str:
     from dpreg import __version__
 
     return __version__
+
+
+def add_defaults_parser(sub) -> None:
+    """Add the ``defaults`` subcommand (check or stamp recorded runs).
+
+    Parameters
+    ----------
+    sub : argparse._SubParsersAction
+    """
+    p = sub.add_parser("defaults", help="check that recorded runs match today's defaults",
+                       description="Recorded runs (docs/studies/results/*-run.json, "
+                                   "validation/results/) and the defaults they were "
+                                   "produced under (dpreg.studies.defaults).")
+    p.add_argument("action", choices=["check", "stamp", "show"],
+                   help="check: list the stale runs (exit 1 if any); stamp: record that "
+                        "FILES of validation/results were just written by --command under "
+                        "today's defaults; show: print today's defaults")
+    p.add_argument("files", nargs="*", metavar="FILE", help="stamp: the files written")
+    p.add_argument("--command", dest="run_command",
+                   help="stamp: the command that wrote FILES (to rerun them)")
+    p.add_argument("--depends", nargs="*", default=None, metavar="PREFIX",
+                   help="stamp: name prefixes of the defaults the files depend on "
+                        "(default: all; none given: no default)")
+    p.add_argument("--root", default=".", help="the repository (default: this folder)")
+    p.add_argument("--all", dest="show_all", action="store_true",
+                   help="check: list every changed default (default: the first four)")
+    p.set_defaults(func=defaults_command)
+
+
+def defaults_command(args) -> int:
+    """Run ``python -m dpreg defaults ACTION``.
+
+    Parameters
+    ----------
+    args : argparse.Namespace
+        From the parser of :func:`add_defaults_parser`.
+
+    Returns
+    -------
+    int
+        Exit code: 1 when ``check`` finds stale runs or ``stamp`` lacks its inputs.
+    """
+    from dpreg.studies.defaults import defaults_fingerprint, stale_runs, stamp_validation_results
+
+    if args.action == "show":
+        for name, value in defaults_fingerprint().items():
+            print(f"{name} = {value}")
+        return 0
+    if args.action == "stamp":
+        if not args.files or not args.run_command:
+            print("error: stamp needs the FILES just written and --command", file=sys.stderr)
+            return 1
+        stamp_validation_results(args.root, args.files, args.run_command, args.depends)
+        print(f"stamped {len(args.files)} file(s) with today's defaults")
+        return 0
+    stale = stale_runs(args.root)
+    for run in stale:
+        print(run.describe(None if args.show_all else 4))
+        if run.acknowledged:
+            print(f"    acknowledged: {run.acknowledged}")
+    waiting = [run for run in stale if run.acknowledged is None]
+    print(f"{len(stale)} stale recorded run(s), {len(waiting)} not acknowledged")
+    return 1 if waiting else 0

@@ -36,6 +36,10 @@ lambda_min(G~+)`` (``2 s_G sqrt(p)`` is about the operator norm of ``E``).
 Parametric bootstrap (Ferrando, Wang and Sheldon 2022, AISTATS, the OLS variant of their
 code; memo s.4): conditionally on the released ``G~+``, replicate the whole release and
 the estimator, floor included (:func:`pboot_replicates`).
+
+Checks (:func:`ssp_report`): the coefficients whose standard errors the eigenvalue floor
+decides, and a residual variance at its floor, each a warning of the fit's
+:class:`ReleaseReport`, the report of every one-shot release (SSP, AdaSSP, IV-2SLS).
 """
 
 from __future__ import annotations
@@ -45,10 +49,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.inference.plugin import floor_eigenvalues
 
 __all__ = ["SSPRelease", "SSPEstimate", "FAILURE_PROB", "gram_floor", "ssp_estimate",
-           "privacy_term", "ssp_covariance", "pboot_replicates"]
+           "privacy_term", "ssp_covariance", "pboot_replicates", "ReleaseReport",
+           "ssp_report"]
 
 #: Wang's failure probability rho of the eigenvalue floor (as AdaSSP's).
 FAILURE_PROB = 0.05
@@ -313,3 +319,110 @@ def pboot_replicates(params: np.ndarray, gram: np.ndarray, sampling_cov: np.ndar
         coef = np.einsum("bji,bj->bi", vecs, rhs) / vals
         return np.einsum("bij,bj->bi", vecs, coef)
     return np.linalg.solve(perturbed, rhs[:, :, None])[:, :, 0]
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    """What the checks of a one-shot release found (SSP, AdaSSP, IV-2SLS).
+
+    It answers as :class:`dpreg.inference.diagnostics.ConvergenceReport` does (``ok``,
+    ``messages(engine)``), so :func:`dpreg.fits.common.build_results` turns each warning
+    into a :class:`~dpreg.exceptions.ConvergenceWarning` and a ``WARNING:`` line after
+    the summary's notes, as it does for the path engines. It is not kept on the results
+    (they have no ``convergence`` attribute: these fits run no path checks).
+
+    Attributes
+    ----------
+    warnings : tuple of str
+        Findings that make intervals unreliable, each a full message that names its
+        engine and says what to change.
+    notes : tuple of str
+        Findings that do not warn: lines for the summary's notes, in order.
+    """
+
+    warnings: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """Whether nothing warns."""
+        return not self.warnings
+
+    def messages(self, engine: str | None = None) -> list[str]:
+        """The warnings, one message each.
+
+        Parameters
+        ----------
+        engine : str, optional
+            The engine's label (unused: each message names its engine already).
+
+        Returns
+        -------
+        list of str
+        """
+        return list(self.warnings)
+
+
+def ssp_report(est: SSPEstimate, rel: SSPRelease, names, se_change: np.ndarray,
+               uses_sigma2: bool) -> ReleaseReport:
+    """The delta-method note and the checks of an SSP fit (post-processing).
+
+    Parameters
+    ----------
+    est : SSPEstimate
+    rel : SSPRelease
+    names : sequence of str
+        The reported coefficients.
+    se_change : ndarray
+        Their standard errors' relative change when the floor doubles, in the order of
+        ``names`` (``se_change`` of :func:`dpreg.fits.ssp.floor_sensitivity`).
+    uses_sigma2 : bool
+        Whether the fit's interval uses ``sigma~^2``.
+
+    Returns
+    -------
+    ReleaseReport
+        Its notes: the diagnostic ``2 s_G sqrt(p) / lambda_min(G~+)`` against its cap
+        ``2 / sqrt(log(2 p^2 / rho))``; a floor that names no coefficient; a residual
+        variance at its floor that no interval uses. Its warnings: the coefficients
+        whose standard errors change by more than
+        :data:`~dpreg.inference.diagnostics.SSP_FLOOR_SENSITIVITY` when the floor
+        doubles, in fits where it raised an eigenvalue; a residual variance at its
+        floor that the interval uses.
+    """
+    p = rel.xty.shape[0]
+    ratio = est.delta_ratio
+    cap = 2.0 / math.sqrt(math.log(2.0 * p * p / FAILURE_PROB))
+    notes = [f"SSP intervals are for the population coefficients (not OLS on these "
+             f"rows); the declared bounds must be true bounds (clipping changes the "
+             f"target). Delta-method check 2 s_G sqrt(p) / lambda_min(G~+) = "
+             f"{ratio:.3g} (the noise's operator norm against the smallest eigenvalue; "
+             f"the floor caps it at {cap:.3g})."]
+    messages = []
+    floor_named = [name for name, change in zip(names, se_change, strict=True)
+                   if est.n_floored and change > SSP_FLOOR_SENSITIVITY]
+    floored = (f"{est.n_floored} eigenvalue(s) of the released X'X were below the noise "
+               f"floor tau = {rel.floor:.4g} and were raised to it (2 s_G sqrt(p) / "
+               f"lambda_min(G~+) = {ratio:.3g}, at its cap)")
+    if floor_named:
+        messages.append(f"SSP: the delta method is unreliable for {floor_named}: "
+                        f"{floored}, and the standard errors of these coefficients change "
+                        f"by more than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles: "
+                        "the release is dominated by noise in their directions and their "
+                        "intervals may undercover, the bootstrap's more than the "
+                        "plug-in's (the other coefficients' intervals do not depend on the "
+                        "floor: res.floor_sensitivity). Increase the budget, n or the "
+                        "'gram' share of budget_split, or tighten the covariates' bounds")
+    elif est.n_floored:
+        notes.append(f"SSP: {floored}; no coefficient's standard error changes by more "
+                     f"than {SSP_FLOOR_SENSITIVITY:.0%} when the floor doubles "
+                     "(res.floor_sensitivity), so no warning.")
+    if est.sigma2_floored:
+        text = (f"SSP: the private residual sum of squares ({est.rss:.4g}) was below its "
+                f"floor s_q = {rel.s_yty:.4g}; sigma~^2 was set from the floor")
+        if uses_sigma2:
+            messages.append(text + ": the interval's sampling variance is unreliable; "
+                            "increase the budget or tighten the outcome's bounds")
+        else:
+            notes.append(text + ".")
+    return ReleaseReport(warnings=tuple(messages), notes=tuple(notes))

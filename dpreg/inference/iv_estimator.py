@@ -6,7 +6,7 @@ e_b``, ``X'X~``, ``X'y~``, ``y'y~``, their public noise standard deviations and 
 public ``n``.
 
 Estimate. ``G~+ = floor(G~, tau)`` (eigenvalues raised to the public floor ``tau`` of
-:func:`dpreg.inference.ssp.gram_floor`, as SSP floors ``X'X``); ``H = A~' G~+^{-1} A~``
+:func:`dpreg.inference.ssp_estimator.gram_floor`, as SSP floors ``X'X``); ``H = A~' G~+^{-1} A~``
 (the released ``X'P_W X``, positive semi-definite by construction) and
 
     beta~ = H^{-1} A~' G~+^{-1} b~.
@@ -24,7 +24,7 @@ exactly identified model), perturbing the releases moves the estimate by
 
 to first order. For iid ``E_A`` entries of variance ``s_A^2``: ``Cov(E_A beta) = s_A^2
 ||beta||^2 I``, ``Cov(E_A' v) = s_A^2 ||v||^2 I`` and ``Cov(E_A beta, E_A' v) = s_A^2 v
-beta'``; ``Cov(E_G v) = s_G^2 C(v)`` (:func:`dpreg.inference.ssp.privacy_term`). The
+beta'``; ``Cov(E_G v) = s_G^2 C(v)`` (:func:`dpreg.inference.ssp_estimator.privacy_term`). The
 plug-in covariance adds the sampling part of 2SLS under homoskedastic errors:
 
     V = sigma~^2 H^{-1} + H^{-1} T H^{-1},
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from dpreg.inference.plugin import floor_eigenvalues
-from dpreg.inference.ssp import privacy_term
+from dpreg.inference.ssp_estimator import privacy_term
 
 __all__ = ["IVRelease", "IVEstimate", "iv_estimate", "iv_covariance", "first_stage_f",
            "iv_pboot_replicates"]

@@ -1,0 +1,430 @@
+"""Recorded runs that cannot go stale: the defaults a run was produced under, and a check.
+
+The figures the docs quote come from recorded runs: the study runs in
+``docs/studies/results/*-run.json`` (``python -m dpreg study NAME``) and the files of
+``validation/results/`` (the ``validation/*.py`` scripts). Each records the public
+defaults its numbers were produced under: :func:`defaults_fingerprint`, a flat mapping
+from a default's name to its value as text, is written into a study's run record (its
+``"defaults"`` entry) and, for a validation file, into the manifest
+``validation/results/DEFAULTS.json`` (:func:`stamp_validation_results`, or ``python -m
+dpreg defaults stamp FILE --command CMD``).
+
+:func:`stale_runs` compares every recorded run with the current defaults, and
+:func:`check_recorded_runs` raises :class:`StaleRunError` naming each stale run, the
+defaults that changed (then and now) and the command that reruns it. The docs build
+runs the check (``docs/conf.py``, on ``builder-inited``), and so do the tests
+(``tests/studies/test_defaults.py``) and ``python -m dpreg defaults check``.
+
+What counts as a default (:data:`CONSTANTS` and the options below): the default of every
+field of every engine's options record (:data:`dpreg.fits.registry.ENGINES`, and
+:class:`dpreg.fits.iv.IVOptions`), the engine's default interval method and whether the
+default ``ranges="auto"`` learns its ranges; the keyword defaults of the front ends; and
+the module constants that set defaults (budget shares, diagnostic thresholds, the
+private ranges' share and bins, the engines' schedules and the rule of
+``engine="auto"``). Defaults written as logic rather than values count through the
+values they read.
+
+A run is stale when a default it recorded has another value now or is gone, or when a
+default was added after it (``ranges="auto"`` and ``SSP_FLOOR_SENSITIVITY`` each came
+as a new name and changed numbers), unless :data:`NEUTRAL` lists the new name with the
+reason its addition kept every earlier number. A run that records no defaults is
+stale: nothing shows it is current.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import inspect
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_PREFIXES", "STUDY_RUNS",
+           "VALIDATION_RESULTS", "MANIFEST",
+           "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
+           "check_recorded_runs", "recorded_runs_page", "stamp_validation_results"]
+
+#: Module constants that set defaults, by module (a value of ``None``: every constant of
+#: the module whose name is upper case and whose value is a number).
+CONSTANTS: dict[str, tuple[str, ...] | None] = {
+    "dpreg.fits.options": ("DEFAULT_BUDGET_SPLIT",),
+    "dpreg.fits.common": ("RANGES_STREAM",),
+    "dpreg.fits.dpsgd": ("PRECONDITIONED_SPLIT",),
+    "dpreg.fits.dpgd": ("PRECONDITIONED_GD_SPLIT", "CURVED_GD_STEP"),
+    "dpreg.fits.ldp_sgd": ("LDP_PLUGIN_SPLIT", "LINEAR_LDP_LR", "BOXED_LDP_LR",
+                           "MIXING_SHARE"),
+    "dpreg.fits.ssp": ("DEFAULT_SPLIT", "ROBUST_SPLIT"),
+    "dpreg.fits.iv": ("DEFAULT_SPLIT", "WEAK_F"),
+    "dpreg.fits.engine_choice": ("DEFAULT_ENGINE", "STATISTICS_ENGINES", "FALLBACK_ENGINES"),
+    "dpreg.fits._engine_choice_table": ("RULES",),
+    "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
+    "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
+    "dpreg.engines.adassp": ("FAILURE_PROB",),
+    "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
+    "dpreg.inference.diagnostics": None,
+    "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
+                             "GUARD_BINS"),
+}
+#: The front ends whose keyword defaults count (``module:qualified name``).
+FRONT_ENDS = ("dpreg.frontend.api:dp_ols", "dpreg.frontend.api:dp_huber",
+              "dpreg.frontend.api:dp_expectile", "dpreg.frontend.api:dp_logit",
+              "dpreg.frontend.api:dp_iv2sls", "dpreg.frontend.model:DPRegression.fit",
+              "dpreg.frontend.stream:LDPStream.__init__")
+#: Defaults added after some recorded runs whose addition kept every earlier number, and
+#: why: a run that lacks one of these names is not stale for it. A new option goes here
+#: only when its default reproduces what the fits did before it existed.
+NEUTRAL = {
+    "dpsgd.groups": "None: rows stay the privacy unit, as before clusters (issue 29)",
+    "dpsgd.max_group_size": "None: only used with groups=",
+    "ssp.groups": "None: rows stay the privacy unit, as before clusters",
+    "ssp.max_group_size": "None: only used with groups=",
+    "ssp.absorb": "None: no fixed effects absorbed, as before absorb=",
+    "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that a warning's text "
+                                               "quotes; it decides no fit or warning",
+}
+#: Prefixes of defaults added with a front end or estimator that no earlier run used: a
+#: run that lacks them is not stale for them (its fits never read them).
+NEUTRAL_PREFIXES = {
+    "dp_iv2sls(": "the IV front end came later; the other front ends do not read it",
+    "iv2sls.": "IV-2SLS's options came later; the other engines do not read them",
+    "fits.iv.": "IV-2SLS's budget split and weak-instrument threshold, read by IV only",
+}
+#: Where the recorded runs are, relative to the repository.
+STUDY_RUNS = "docs/studies/results/*-run.json"
+VALIDATION_RESULTS = ("validation/results/*.csv", "validation/results/*.txt")
+MANIFEST = "validation/results/DEFAULTS.json"
+#: Values longer than this are recorded by their hash (the engine rule's table).
+_LONGEST = 120
+
+
+def _text(value: Any) -> str:
+    """A default's value as text: its ``repr``, or a hash of it when long."""
+    text = repr(value)
+    if len(text) > _LONGEST:
+        return "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16]
+    return text
+
+
+def _field_defaults(options: type) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(options):
+        if f.default is not dataclasses.MISSING:
+            out[f.name] = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
+    return out
+
+
+def _attribute(path: str):
+    module, _, qualname = path.partition(":")
+    obj = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def defaults_fingerprint() -> dict[str, str]:
+    """The public defaults recorded numbers depend on, by name, as text.
+
+    Returns
+    -------
+    dict
+        Sorted by name: ``"<engine>.<option>"`` (each engine's options record, and
+        ``"iv2sls.<option>"``), ``"<engine>.default_cov_type"`` (the first of its
+        interval methods), ``"<engine>.learns_ranges"`` (whether the default
+        ``ranges="auto"`` learns them), ``"<front end>(<keyword>)"`` and
+        ``"<module>.<CONSTANT>"``
+        (:data:`CONSTANTS`, the module without ``dpreg.``). Values are ``repr`` texts,
+        or ``sha256:`` and 16 hex digits of it for values over 120 characters.
+    """
+    from dpreg.fits.iv import IVOptions
+    from dpreg.fits.registry import ENGINES
+
+    out: dict[str, str] = {}
+    records = {name: engine.options for name, engine in ENGINES.items()}
+    records["iv2sls"] = IVOptions
+    for name, options in records.items():
+        for field, value in _field_defaults(options).items():
+            out[f"{name}.{field}"] = _text(value)
+        if getattr(options, "cov_types", None):  # the first is the default cov_type
+            out[f"{name}.default_cov_type"] = _text(options.cov_types[0])
+        if name in ENGINES:  # whether ranges="auto" (the default) learns the ranges
+            out[f"{name}.learns_ranges"] = _text(ENGINES[name].learns_ranges)
+    for path in FRONT_ENDS:
+        func = _attribute(path)
+        label = path.partition(":")[2].replace(".__init__", "")
+        for param in inspect.signature(func).parameters.values():
+            if param.default is not inspect.Parameter.empty:
+                out[f"{label}({param.name})"] = _text(param.default)
+    for module, names in CONSTANTS.items():
+        mod = importlib.import_module(module)
+        if names is None:
+            names = tuple(n for n, v in vars(mod).items() if n.isupper()
+                          and isinstance(v, (int, float)) and not isinstance(v, bool))
+        short = module.removeprefix("dpreg.")
+        for name in names:
+            out[f"{short}.{name}"] = _text(getattr(mod, name))
+    return dict(sorted(out.items()))
+
+
+@dataclass(frozen=True)
+class StaleRun:
+    """A recorded run whose defaults are not today's.
+
+    Attributes
+    ----------
+    path : str
+        The run record or result file, relative to the repository.
+    command : str
+        The command that reruns it.
+    changed : dict
+        ``{name: (value then, value now)}``; ``now`` is ``None`` for a default that is
+        gone, ``then`` for one added since (not in :data:`NEUTRAL`). Empty when the run
+        records no defaults.
+    reason : str
+        Why, in words.
+    acknowledged : str or None
+        The manifest's reason why the docs still quote it, or ``None``.
+    """
+
+    path: str
+    command: str
+    changed: Mapping[str, tuple[str, str | None]]
+    reason: str
+    acknowledged: str | None = None
+
+    def describe(self, most: int | None = 4) -> str:
+        """Several lines: the run, why it is stale, and the command that reruns it.
+
+        Parameters
+        ----------
+        most : int or None
+            Show at most this many changed defaults (``None``: all).
+
+        Returns
+        -------
+        str
+        """
+        lines = [f"{self.path}: {self.reason}"]
+        # values that changed or went first, then the defaults added since
+        items = sorted(self.changed.items(), key=lambda kv: (kv[1][0] is None, kv[0]))
+        shown = items if most is None else items[:most]
+        lines += [f"    {name}: {'(absent)' if then is None else then} -> "
+                  f"{'(gone)' if now is None else now}" for name, (then, now) in shown]
+        if len(shown) < len(items):
+            lines.append(f"    ... and {len(items) - len(shown)} more (python -m dpreg "
+                         "defaults check --all)")
+        lines.append(f"    rerun: {self.command}")
+        return "\n".join(lines)
+
+
+class StaleRunError(RuntimeError):
+    """A recorded run that the docs quote is older than a change of its defaults."""
+
+
+def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
+             depends: Iterable[str] | None = None):
+    if recorded is None:
+        return None
+    if depends is not None:  # only the defaults whose names start with one of these
+        prefixes = tuple(depends)
+        recorded = {k: v for k, v in recorded.items() if k.startswith(prefixes)}
+        current = {k: v for k, v in current.items() if k.startswith(prefixes)}
+    changed = {name: (then, current.get(name)) for name, then in recorded.items()
+               if current.get(name) != then}
+    changed.update({name: (None, now) for name, now in current.items()
+                    if name not in recorded and name not in NEUTRAL
+                    and not name.startswith(tuple(NEUTRAL_PREFIXES))})
+    return dict(sorted(changed.items()))
+
+
+def _stale(path: str, command: str, recorded, current, depends=None) -> StaleRun | None:
+    changed = _compare(recorded, current, depends)
+    if changed is None:
+        return StaleRun(path, command, {}, "records no defaults (it predates the record "
+                        "or was never stamped): nothing shows it was produced under "
+                        "today's")
+    if changed:
+        return StaleRun(path, command, changed, f"produced under other defaults "
+                        f"({len(changed)} changed since)")
+    return None
+
+
+def _manifest(root: Path) -> dict:
+    path = root / MANIFEST
+    if not path.is_file():
+        return {"fingerprints": {}, "files": {}}
+    return json.loads(path.read_text())
+
+
+def stale_runs(root: str | Path, current: Mapping[str, str] | None = None
+               ) -> list[StaleRun]:
+    """Every recorded run of the repository at ``root`` whose defaults are not today's.
+
+    Parameters
+    ----------
+    root : str or path
+        The repository (the folder that holds ``docs/`` and ``validation/``).
+    current : dict, optional
+        The defaults to compare with (default :func:`defaults_fingerprint`).
+
+    Returns
+    -------
+    list of StaleRun
+        The study runs (:data:`STUDY_RUNS`), then the validation results
+        (:data:`VALIDATION_RESULTS`, each looked up in :data:`MANIFEST`), by path.
+    """
+    root = Path(root)
+    current = defaults_fingerprint() if current is None else current
+    out = []
+    for path in sorted(root.glob(STUDY_RUNS)):
+        record = json.loads(path.read_text())
+        found = _stale(str(path.relative_to(root)), record.get("command", "?"),
+                       record.get("defaults"), current, record.get("depends"))
+        if found is not None:
+            out.append(found)
+    manifest = _manifest(root)
+    files = sorted({p for pattern in VALIDATION_RESULTS for p in root.glob(pattern)})
+    for path in files:
+        entry = manifest["files"].get(path.name)
+        if entry is None:
+            out.append(_stale(str(path.relative_to(root)), "the validation script that "
+                              f"writes {path.name} (then stamp it: python -m dpreg "
+                              f"defaults stamp {path.relative_to(root)} --command CMD)",
+                              None, current))
+            continue
+        recorded = manifest["fingerprints"].get(entry.get("defaults"))
+        found = _stale(str(path.relative_to(root)), entry.get("command", "?"), recorded,
+                       current, entry.get("depends"))
+        if found is not None:
+            out.append(found)
+    acknowledged = manifest.get("acknowledged", {})
+    return [dataclasses.replace(run, acknowledged=acknowledged.get(run.path))
+            for run in out]
+
+
+def check_recorded_runs(root: str | Path) -> None:
+    """Raise when a recorded run is older than a change of the defaults it recorded.
+
+    Parameters
+    ----------
+    root : str or path
+        The repository.
+
+    Raises
+    ------
+    StaleRunError
+        Naming every stale run that the manifest does not acknowledge, the defaults
+        that changed and the command to rerun it; or an acknowledged run that is
+        current (remove it from ``"acknowledged"``).
+    """
+    stale = stale_runs(root)
+    unacknowledged = [run for run in stale if run.acknowledged is None]
+    if unacknowledged:
+        raise StaleRunError(
+            f"{len(unacknowledged)} recorded run(s) are older than a change of the "
+            "defaults they depend on; rerun them (the command of each is below; the run "
+            "then records today's defaults) before the docs quote them, or acknowledge "
+            f"them in {MANIFEST} with the reason the docs still quote them:\n"
+            + "\n".join(run.describe() for run in unacknowledged))
+    stale_paths = {run.path for run in stale}
+    listed = _manifest(Path(root)).get("acknowledged", {})
+    current_again = sorted(path for path in listed if path not in stale_paths)
+    if current_again:
+        raise StaleRunError(
+            f"{MANIFEST} acknowledges {current_again} as stale, but they match today's "
+            "defaults (or are gone): remove them from 'acknowledged'")
+
+
+def recorded_runs_page(root: str | Path) -> str:
+    """The docs page that lists every stale recorded run (reStructuredText).
+
+    Parameters
+    ----------
+    root : str or path
+        The repository.
+
+    Returns
+    -------
+    str
+        A title, a paragraph, and per stale run: its path, why it is stale, the
+        defaults that changed, the reason the docs still quote it and the command that
+        reruns it. The docs build writes it to ``docs/studies/recorded_runs.rst``.
+    """
+    stale = stale_runs(root)
+    lines = ["Recorded runs older than today's defaults",
+             "=========================================", "",
+             "Every figure the docs quote comes from a recorded run (a study's run record "
+             "in ``docs/studies/results/`` or a file of ``validation/results/``) that "
+             "records the defaults it was produced under "
+             "(:mod:`dpreg.studies.defaults`). The docs build fails when a run is older "
+             "than a change of the defaults it depends on, unless the run is listed "
+             "below with the reason the docs still quote it. "
+             f"{len(stale)} run(s) are listed.", ""]
+    for run in stale:
+        lines += [f"``{run.path}``", f"   {run.reason}. *Still quoted because:* "
+                  f"{run.acknowledged or '(not acknowledged)'}", ""]
+        shown = sorted(run.changed.items())[:6]
+        for name, (then, now) in shown:
+            lines.append(f"   * ``{name}``: ``{'(absent)' if then is None else then}`` -> "
+                         f"``{'(gone)' if now is None else now}``")
+        if len(run.changed) > len(shown):
+            lines.append(f"   * ... and {len(run.changed) - len(shown)} more "
+                         "(``python -m dpreg defaults check --all``)")
+        if shown:
+            lines.append("")
+        lines += [f"   Rerun: ``{run.command}``", ""]
+    return "\n".join(lines) + "\n"
+
+
+def stamp_validation_results(root: str | Path, files: Iterable[str | Path],
+                             command: str, depends: Iterable[str] | None = None) -> dict:
+    """Record that ``files`` were just written by ``command`` under today's defaults.
+
+    Call it (or ``python -m dpreg defaults stamp``) right after the run, never for a
+    file that an earlier run wrote: the stamp says which defaults produced the numbers.
+
+    Parameters
+    ----------
+    root : str or path
+        The repository.
+    files : iterable of str or path
+        Files of ``validation/results/`` (paths, or names in that folder).
+    command : str
+        The command that wrote them (to rerun them).
+    depends : iterable of str, optional
+        Name prefixes of the defaults their numbers depend on (default: all of them;
+        an empty list: none).
+
+    Returns
+    -------
+    dict
+        The manifest as written to :data:`MANIFEST`; a file stamped now is no longer
+        acknowledged as stale.
+    """
+    root = Path(root)
+    manifest = _manifest(root)
+    fingerprint = defaults_fingerprint()
+    key = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:12]
+    manifest["fingerprints"][key] = fingerprint
+    stamped = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    folder = (root / MANIFEST).parent
+    for file in files:
+        name = Path(file).name
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"no result {name!r} in {folder}")
+        manifest["files"][name] = {"command": command, "defaults": key,
+                                   "stamped": stamped}
+        if depends is not None:
+            manifest["files"][name]["depends"] = list(depends)
+        manifest.get("acknowledged", {}).pop(f"{MANIFEST.rsplit('/', 1)[0]}/{name}", None)
+    used = {entry.get("defaults") for entry in manifest["files"].values()}
+    manifest["fingerprints"] = {k: v for k, v in sorted(manifest["fingerprints"].items())
+                                if k in used}
+    manifest["files"] = dict(sorted(manifest["files"].items()))
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    return manifest
