@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -51,19 +50,11 @@ def noise_aware_critical(ratios: np.ndarray, alpha: float = ALPHA) -> float:
 def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[dict]:
     from scipy import stats
 
-    from dpreg.exceptions import ConvergenceWarning
-    from dpreg.studies.robustness import FAMILY_FITS
-    from dpreg.studies.textbook import DESIGNS, fired_checks, simulate_design
+    from dpreg.studies.textbook import fired_checks, fit_design
 
-    family = DESIGNS[design][0]
-    data, formula, bounds, levels, truth = simulate_design(
-        design, n, np.random.default_rng(seed))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        res = FAMILY_FITS[family](formula, data, bounds=bounds, levels=levels or None,
-                                  mu=mu, ranges=ranges, engine="dpsgd",
-                                  random_state=seed + 3)
-    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    fit = fit_design(design, n, np.random.default_rng(seed), mu=mu, ranges=ranges,
+                     engine="dpsgd", random_state=seed + 3)
+    res, messages, truth = fit.res, fit.messages, fit.truth
     checks, flagged = fired_checks(res, messages)
     plugin = res.inferences["plugin"]
     se = plugin.scale

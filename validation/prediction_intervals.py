@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -67,19 +66,14 @@ def _ends(frame: pd.DataFrame) -> np.ndarray:
 def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[dict]:
     from scipy.special import expit  # imported here: loky cannot unpickle a ufunc global
 
-    from dpreg.exceptions import ConvergenceWarning
     from dpreg.frontend.model import DPRegression
-    from dpreg.studies.robustness import FAMILY_FITS
-    from dpreg.studies.textbook import DESIGNS, simulate_design
+    from dpreg.studies.textbook import fit_design
 
-    family = DESIGNS[design][0]
-    data, formula, bounds, levels, truth = simulate_design(
-        design, n, np.random.default_rng(seed))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        res = FAMILY_FITS[family](formula, data, bounds=bounds, levels=levels or None,
-                                  mu=mu, ranges=ranges, random_state=seed + 7)
-    warned = any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    fit = fit_design(design, n, np.random.default_rng(seed), mu=mu, ranges=ranges,
+                     random_state=seed + 7)
+    res, warned, family = fit.res, bool(fit.messages), fit.family
+    data, formula, bounds, levels, truth = (fit.data, fit.formula, fit.bounds, fit.levels,
+                                            fit.truth)
     oracle = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                        levels=levels or None).fit_oracle()
     profiles = pd.DataFrame(PROFILES[design])

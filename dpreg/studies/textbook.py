@@ -36,6 +36,8 @@ unwarned fits' intervals, and their mean length relative to the non-private inte
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -46,7 +48,8 @@ from dpreg.families import get_family
 from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
 from dpreg.studies.records import result_rows
 
-__all__ = ["DESIGNS", "simulate_design", "textbook_replicate", "fired_checks",
+__all__ = ["DESIGNS", "simulate_design", "DesignFit", "fit_design", "textbook_replicate",
+           "fired_checks",
            "textbook_table", "warning_characteristics", "check_characteristics"]
 
 #: The codebook: bounds an analyst writes without looking at the data.
@@ -128,6 +131,71 @@ def simulate_design(design: str, n: int, rng: np.random.Generator):
     return data, formula, bounds, levels, truth
 
 
+@dataclass(frozen=True)
+class DesignFit:
+    """One data set of a textbook design and its private fit (:func:`fit_design`).
+
+    Attributes
+    ----------
+    res : DPRegressionResults
+        The private fit.
+    messages : list of str
+        Its :class:`~dpreg.exceptions.ConvergenceWarning` texts (empty: unwarned).
+    data : pandas.DataFrame
+    formula : str
+    bounds : dict
+        The codebook's bounds.
+    levels : dict
+    truth : dict
+        The true coefficients by patsy name.
+    family : str
+    """
+
+    res: Any
+    messages: list
+    data: pd.DataFrame
+    formula: str
+    bounds: dict
+    levels: dict
+    truth: dict
+    family: str
+
+
+def fit_design(design: str, n: int, rng: np.random.Generator, *, family: str | None = None,
+               **options) -> DesignFit:
+    """Simulate one data set of ``design`` and fit it privately at the defaults but
+    ``options``, recording its convergence warnings.
+
+    Parameters
+    ----------
+    design : str
+        A key of :data:`DESIGNS`.
+    n : int
+        Rows.
+    rng : numpy.random.Generator
+        The data's generator.
+    family : str, optional
+        The family to fit with (default: the design's own).
+    **options
+        Passed to the family's front end (``mu``, ``engine``, ``ranges``,
+        ``random_state``, ...); the codebook's bounds and the design's levels are added.
+
+    Returns
+    -------
+    DesignFit
+    """
+    from dpreg.studies.robustness import FAMILY_FITS
+
+    family = family or DESIGNS[design][0]
+    data, formula, bounds, levels, truth = simulate_design(design, n, rng)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = FAMILY_FITS[family](formula, data, bounds=bounds, levels=levels or None,
+                                  **options)
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    return DesignFit(res, messages, data, formula, bounds, levels, truth, family)
+
+
 def textbook_replicate(seed, *, design: str, family: str, n: int, mu: float, engine: str,
                        ranges: str, alpha: float) -> list[dict]:
     """One data set of ``design``, one private fit at the defaults but for the cell's
@@ -139,17 +207,13 @@ def textbook_replicate(seed, *, design: str, family: str, n: int, mu: float, eng
     ``"nonprivate"``, all with the grouping key ``warned``.
     """
     from dpreg.frontend.model import DPRegression
-    from dpreg.studies.robustness import FAMILY_FITS
 
     data_seed, fit_seed = seed.spawn(2)
-    data, formula, bounds, levels, truth = simulate_design(
-        design, n, np.random.default_rng(data_seed))
-    options = dict(bounds=bounds, levels=levels or None, mu=mu, engine=engine,
-                   ranges=ranges, random_state=int(fit_seed.generate_state(1)[0]))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        res = FAMILY_FITS[family](formula, data, **options)
-    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+    fit = fit_design(design, n, np.random.default_rng(data_seed), family=family, mu=mu,
+                     engine=engine, ranges=ranges,
+                     random_state=int(fit_seed.generate_state(1)[0]))
+    res, messages, data, formula = fit.res, fit.messages, fit.data, fit.formula
+    bounds, levels, truth = fit.bounds, fit.levels, fit.truth
     checks, flagged = fired_checks(res, messages)
     target = [truth[name] for name in res.params.index]
     oracle = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
