@@ -9,7 +9,13 @@ whether the cell meets issue 25's target), ``textbook-default.csv`` (the default
 interval's rows, for the docs) and ``textbook-warnings.csv`` (each diagnostic's
 false-alarm rate where the default interval covers and its power where it does not, per
 cell and per coefficient), and
-prints both. Finished chunks are cached, so an interrupted run resumes.
+prints them with the warning's targets per engine and range choice
+(:func:`dpreg.studies.textbook.warning_characteristics`), over all cells and at
+n >= 2,000, mu >= 5. Finished chunks are cached, so an interrupted run resumes.
+
+    python validation/textbook.py --from-table validation/results/textbook.csv
+
+prints the warning's targets from a recorded table without running anything.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ import pandas as pd
 
 from dpreg.studies import get_study
 from dpreg.studies.runner import run_replicates
-from dpreg.studies.textbook import check_characteristics, textbook_table
+from dpreg.studies.textbook import check_characteristics, textbook_table, warning_characteristics
 
 
 def main() -> None:
@@ -31,7 +37,13 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default="validation/results")
     parser.add_argument("--cache", default="studies_out/cache")
+    parser.add_argument("--from-table", metavar="CSV",
+                        help="print the warning's targets from a recorded textbook.csv "
+                             "and stop")
     args = parser.parse_args()
+    if args.from_table:
+        print_targets(pd.read_csv(args.from_table))
+        return
     study = get_study("textbook")
     start = time.perf_counter()
     raw = run_replicates(study, reps=args.reps, n_jobs=args.jobs, cache_dir=args.cache,
@@ -51,7 +63,19 @@ def main() -> None:
     with pd.option_context("display.width", 250, "display.max_rows", 1000):
         print(table.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
         print(oc.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
-        print(f"\n{len(table)} rows; {minutes:.1f} min, {args.reps} replications per cell")
+    print_targets(table)
+    print(f"\n{len(table)} rows; {minutes:.1f} min, {args.reps} replications per cell")
+
+
+def print_targets(table: pd.DataFrame) -> None:
+    """The warning as a test per engine and range choice: over all cells, and where the
+    issue sets its target (n >= 2,000, mu >= 5)."""
+    target = table[(table["n"] >= 2000) & (table["mu"] >= 5)]
+    with pd.option_context("display.width", 250):
+        for label, part in (("all cells", table), ("n >= 2,000, mu >= 5", target)):
+            print(f"\nThe warning as a test ({label}):")
+            print(warning_characteristics(part, by=["engine", "ranges"]).to_string(
+                index=False, float_format=lambda v: f"{v:.3f}"))
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ unwarned fits' intervals, and their mean length relative to the non-private inte
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -334,32 +335,55 @@ def textbook_table(raw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
-def warning_characteristics(table: pd.DataFrame, *, method: str = "default"
-                            ) -> pd.DataFrame:
-    """The warning as a test, from a :func:`textbook_table` (or the robustness table).
+def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
+                            by: Sequence[str] = ()) -> pd.DataFrame:
+    """The warning as a test, from a :func:`textbook_table` or the robustness study's
+    table (``validation/results/robustness.csv``; its ``warned`` column is the share of
+    fits warned).
 
     A cell's interval *covers* when its coverage over all fits is within 3 MC s.e. of
     0.95 or above. The warning's false-alarm rate is its firing rate in covering cells,
     its power the rate in the others; the issue's targets are at most 0.10 and at least
-    0.95.
+    0.95. A warning can fall short of that power and still protect the user: what it
+    must do in a cell that does not cover is leave unwarned only fits whose intervals
+    cover. ``separates`` counts those cells (the unwarned fits' coverage within 3 of its
+    MC s.e. of 0.95, or every fit warned).
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per cell and method, with ``method``, ``reps``, ``coverage``,
+        ``coverage_unwarned``, ``mcse`` and ``unwarned`` or ``warned``.
+    method : str
+        The interval judged (the rows of ``table`` with this ``method``).
+    by : sequence of str
+        Columns of ``table`` to report separately (e.g. ``["engine", "ranges"]``).
 
     Returns
     -------
     pandas.DataFrame
-        Per group (``covers`` True or False): the number of cells, the mean and the
-        largest (covering cells) or smallest (the others) share of fits warned, and the
-        share of cells that meet the target.
+        Per group of ``by`` and ``covers`` (True or False): ``cells``, ``warned_mean``
+        and ``warned_worst`` (the largest share of fits warned in covering cells, the
+        smallest in the others), ``meets_target`` (share of cells at most 0.10 warned
+        where the interval covers, at least 0.95 where it does not) and ``separates``
+        (share of the cells that do not cover whose unwarned fits do; NaN for covering
+        cells).
     """
     t = table[table["method"] == method].copy()
-    mcse_all = np.sqrt(0.95 * 0.05 / t["reps"])
-    t["covers"] = t["coverage"] >= 0.95 - 3 * mcse_all
-    t["warned"] = 1.0 - t["unwarned"]
+    t["covers"] = t["coverage"] >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / t["reps"])
+    if "warned" not in t:
+        t["warned"] = 1.0 - t["unwarned"]
+    quiet_covers = (t["coverage_unwarned"] >= 0.95 - 3 * t["mcse"]) | (t["warned"] >= 1.0)
+    t["separates"] = quiet_covers.astype(float)
     rows = []
-    for covers, g in t.groupby("covers"):
-        rows.append(dict(covers=bool(covers), cells=len(g), warned_mean=g["warned"].mean(),
+    for key, g in t.groupby([*by, "covers"], sort=True):
+        covers = bool(key[-1])
+        rows.append(dict(zip([*by, "covers"], key, strict=True), cells=len(g),
+                         warned_mean=g["warned"].mean(),
                          warned_worst=g["warned"].max() if covers else g["warned"].min(),
                          meets_target=float((g["warned"] <= 0.10).mean() if covers
-                                            else (g["warned"] >= 0.95).mean())))
+                                            else (g["warned"] >= 0.95).mean()),
+                         separates=np.nan if covers else g["separates"].mean()))
     return pd.DataFrame(rows)
 
 

@@ -122,3 +122,23 @@ def test_check_characteristics_rates_by_whether_the_cell_covers():
     assert cell.loc[True, "rate_mean"] == 0.0 and cell.loc[True, "meets_target"] == 1
     named = oc[(oc["level"] == "cell") & (oc["check"] == "ssp_floor")].set_index("covers")
     assert named.loc[False, "rate_mean"] == 0.5
+
+
+def test_warning_characteristics_separates_cells_whose_unwarned_fits_cover():
+    # four cells of 200 fits (MC s.e. of 0.95: 0.0154): two cover (0.95 and 0.93 >= 0.904)
+    # and warn 5% and 40%; two do not (0.80): one leaves unwarned fits covering 0.95 (the
+    # warning separates) though it warns only 60%, one leaves them covering 0.80
+    table = pd.DataFrame({
+        "engine": ["a", "a", "a", "a"], "method": "default", "reps": 200,
+        "coverage": [0.95, 0.93, 0.80, 0.80], "unwarned": [0.95, 0.60, 0.40, 0.40],
+        "coverage_unwarned": [0.95, 0.95, 0.95, 0.80],
+        "mcse": [0.0158, 0.0199, 0.0243, 0.0243]})
+    oc = tb.warning_characteristics(table, by=["engine"]).set_index("covers")
+    assert oc.loc[True, "cells"] == 2 and oc.loc[True, "warned_worst"] == pytest.approx(0.4)
+    assert oc.loc[True, "meets_target"] == 0.5  # 5% warned meets, 40% does not
+    assert oc.loc[False, "meets_target"] == 0.0  # neither warns in 95% of fits
+    assert oc.loc[False, "separates"] == 0.5     # only the first leaves covering fits
+    # the robustness table's form: a 'warned' share instead of 'unwarned'
+    robust = table.assign(warned=1 - table["unwarned"]).drop(columns="unwarned")
+    pd.testing.assert_frame_equal(tb.warning_characteristics(robust, by=["engine"]),
+                                  tb.warning_characteristics(table, by=["engine"]))
