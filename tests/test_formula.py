@@ -118,6 +118,25 @@ def test_levels_declared_and_checked(small_frame):
         build_design("y ~ C(g)", small_frame, levels={"g": ["a", "b"]})
 
 
+@pytest.mark.parametrize("term", ["C(g)", "C(g):x", "C(g, Treatment('b'))", "C(g, Sum)"])
+def test_declared_levels_give_patsys_design_without_a_row_by_row_conversion(
+        small_frame, monkeypatch, term):
+    import patsy
+    import patsy.categorical
+    levels = ["c", "b", "a"]
+    frame = small_frame.assign(g=pd.Categorical(small_frame["g"], categories=levels))
+    want = patsy.dmatrix(term, frame, return_type="dataframe")  # patsy's own C
+    calls = []
+    convert = patsy.categorical.categorical_to_int
+    monkeypatch.setattr("patsy.build.categorical_to_int",
+                        lambda data, *a, **k: calls.append(type(data)) or convert(data, *a, **k))
+    d = build_design(f"y ~ {term}", small_frame, levels={"g": levels})
+    assert d.exog_names == tuple(want.columns)
+    np.testing.assert_array_equal(d.exog, want.to_numpy())
+    if term in ("C(g)", "C(g):x"):  # C() without options: patsy reads the codes
+        assert calls and all(c is pd.Series for c in calls)
+
+
 def test_stateful_transforms_are_recorded(small_frame):
     assert build_design("y ~ standardize(x)", small_frame).stateful == ("standardize(x)",)
     assert build_design("y ~ np.log(x + 2)", small_frame).stateful == ()

@@ -29,7 +29,7 @@ from dpreg.design.formula.frames import (
     plain_dtypes,
     prepare_frame,
 )
-from dpreg.design.formula.namespace import WORD
+from dpreg.design.formula.namespace import FORMULA_BUILTINS, WORD
 from dpreg.design.formula.numeric import numeric_columns, numeric_keep, numeric_plan
 from dpreg.design.formula.rowwise import check_rowwise_terms
 from dpreg.design.formula.term_bounds import (
@@ -134,7 +134,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
         raise DataError("data has no rows")
     if not isinstance(eval_env, patsy.EvalEnvironment):
         eval_env = patsy.EvalEnvironment.capture(eval_env + 1)
-    env = eval_env.with_outer_namespace({"np": np})
+    env = eval_env.with_outer_namespace(FORMULA_BUILTINS)
     data, bounds = prepare_frame(formula, data, bounds, levels, missing)
     data = data.reset_index(drop=True)  # patsy's output index = row positions
     plan = None if template is None else numeric_plan(template, data)

@@ -14,15 +14,40 @@ import re
 import types
 from typing import Any, Mapping
 
+import numpy as np
+import pandas as pd
 import patsy
+from patsy.categorical import C as patsy_C
 
-__all__ = ["WORD", "capture_env", "formula_namespace", "namespace_env", "portable_namespace",
+__all__ = ["WORD", "FORMULA_BUILTINS", "unboxed_categorical", "capture_env",
+           "formula_namespace", "namespace_env", "portable_namespace",
            "restore_namespace"]
 
 
 #: An identifier a formula may name: a column, a function or a module attribute
 #: (``np.log``).
 WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*")
+
+
+def unboxed_categorical(data, contrast=None, levels=None):
+    """patsy's ``C()``, which hands a pandas Categorical (a column with declared
+    ``levels=``) back as it is when neither a contrast nor levels are asked for.
+
+    patsy 1.0 converts a boxed categorical row by row (its ``categorical_to_int`` looks
+    for a Categorical before it unboxes ``C()``'s result), about 1.5 us a row; unboxed,
+    it reads the Categorical's codes. The design is the same: patsy takes a
+    Categorical's categories as its levels either way, and the columns keep the names
+    the formula gives them (``C(religious)[T.2]``).
+    """
+    if contrast is None and levels is None and isinstance(
+            getattr(data, "dtype", None), pd.CategoricalDtype):
+        return data
+    return patsy_C(data, contrast, levels)
+
+
+#: Names every formula may use besides the caller's own (which take precedence): numpy
+#: as ``np``, and patsy's ``C`` (:func:`unboxed_categorical`).
+FORMULA_BUILTINS = {"np": np, "C": unboxed_categorical}
 
 
 def capture_env(eval_env: int = 0):

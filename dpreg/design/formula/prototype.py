@@ -19,6 +19,7 @@ import patsy
 
 from dpreg.design.design import Design, check_bounds
 from dpreg.design.formula.build import build_design
+from dpreg.design.formula.namespace import FORMULA_BUILTINS
 from dpreg.exceptions import DataError
 
 __all__ = ["design_prototype", "numerical_columns", "design_info_from_prototype",
@@ -83,7 +84,7 @@ def design_info_from_prototype(formula: str, prototype: dict, eval_env: int = 0)
             frame[word] = [1.0]
         else:
             frame[word] = pd.Categorical([kind[0]], categories=list(kind))
-    env = patsy.EvalEnvironment.capture(eval_env + 1).with_outer_namespace({"np": np})
+    env = patsy.EvalEnvironment.capture(eval_env + 1).with_outer_namespace(FORMULA_BUILTINS)
     names = list(prototype["names"])
     try:
         rhs = patsy.ModelDesc.from_formula(formula).rhs_termlist
