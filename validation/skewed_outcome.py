@@ -25,7 +25,16 @@ and with the declared boxes (``ranges="declared"``):
   ``clip`` (:func:`dpreg.studies.robustness.clipped_target`), each against OLS in its
   standard errors.
 
+A prototype (``--median-clip``, not a rule of the package): DP-SGD's default clip lets a
+residual reach half the outcome's range, which a skewed outcome's residuals exceed on
+one side. The prototype refits with the clip scaled to let a residual reach the
+distance from the outcome's median to the far end of its learned range (the median of
+the clipped outcome taken from the data: the best a private median read off the
+released histogram could do), with the same ranges (the same ``random_state``).
+
     python validation/skewed_outcome.py --reps 100 --seeds 20   # the recorded run
+    python validation/skewed_outcome.py --median-clip --reps 100 --seeds 20 \
+        --out validation/results/skewed_outcome_median_clip.txt
 """
 
 from __future__ import annotations
@@ -71,16 +80,30 @@ def simulate_visits(n: int, rng: np.random.Generator) -> pd.DataFrame:
 
 
 def private_fit(formula: str, data: pd.DataFrame, bounds: dict, mu: float, ranges: str,
-                seed: int):
+                seed: int, **options):
     """The default fit (or with declared boxes) and whether it warned."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         res = dpreg.dp_ols(formula, data, mu=mu, bounds=bounds, ranges=ranges,
-                           random_state=seed)
+                           random_state=seed, **options)
     return res, any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
+def median_clip_fit(formula: str, data: pd.DataFrame, bounds: dict, mu: float,
+                    seed: int):
+    """The prototype: DP-SGD refitted with its clip scaled from half the outcome's
+    learned range to the distance from the outcome's median to the range's far end."""
+    first, _ = private_fit(formula, data, bounds, mu, "auto", seed, engine="dpsgd")
+    outcome = formula.split("~")[0].strip()
+    lo, hi = learned_ranges(first)[outcome]
+    median = float(np.median(np.clip(data[outcome], lo, hi)))
+    scale = max(hi - median, median - lo) / ((hi - lo) / 2)
+    clip = float(first.settings.value("clip")) * scale
+    return private_fit(formula, data, bounds, mu, "auto", seed, engine="dpsgd", clip=clip)
+
+
 def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
+    """One cell of the simulated visits; ``ranges="median-clip"`` is the prototype."""
     import statsmodels.formula.api as smf
 
     rng = np.random.default_rng([seed, n, int(mu * 10)])
@@ -90,7 +113,13 @@ def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
     for _ in range(reps):
         data = simulate_visits(n, rng)
         ref = smf.ols(FORMULA, data).fit(cov_type="HC1")
-        res, w = private_fit(FORMULA, data, BOUNDS, mu, ranges, int(rng.integers(2 ** 31)))
+        fit_seed = int(rng.integers(2 ** 31))
+        if ranges == "median-clip":
+            res, w = median_clip_fit(FORMULA, data, BOUNDS, mu, fit_seed)
+        elif ranges == "dpsgd":
+            res, w = private_fit(FORMULA, data, BOUNDS, mu, "auto", fit_seed, engine="dpsgd")
+        else:
+            res, w = private_fit(FORMULA, data, BOUNDS, mu, ranges, fit_seed)
         engines.add(res.engine)
         warned.append(w)
         if w:
@@ -116,6 +145,8 @@ def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
 
 
 def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
+    """randhie at ``mu``; ``ranges="median-clip"`` is the prototype, ``"dpsgd"`` the
+    default ranges with DP-SGD."""
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
@@ -123,7 +154,13 @@ def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
     ref = smf.ols(RANDHIE_FORMULA, data).fit(cov_type="HC1")
     shift, length, warned, engines = [], [], [], set()
     for seed in range(seeds):
-        res, w = private_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, ranges, seed)
+        if ranges == "median-clip":
+            res, w = median_clip_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, seed)
+        elif ranges == "dpsgd":
+            res, w = private_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, "auto", seed,
+                                 engine="dpsgd")
+        else:
+            res, w = private_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, ranges, seed)
         engines.add(res.engine)
         warned.append(w)
         shift.append(((res.params - ref.params) / res.bse).to_numpy())
@@ -179,22 +216,28 @@ def main() -> None:
     parser.add_argument("--mu", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--median-clip", action="store_true",
+                        help="the prototype: DP-SGD at the default ranges against DP-SGD "
+                             "with the median-based clip (module notes)")
     args = parser.parse_args()
     start = time.perf_counter()
+    variants = ("dpsgd", "median-clip") if args.median_clip else ("auto", "declared")
     lines = []
     for n in args.n:
         for mu in args.mu:
-            for ranges in ("auto", "declared"):
-                lines.append(visits_cell(n, mu, ranges, args.reps, args.seed))
+            for variant in variants:
+                lines.append(visits_cell(n, mu, variant, args.reps, args.seed))
                 print(lines[-1], flush=True)
     for mu in args.mu:
-        for ranges in ("auto", "declared"):
-            lines.append(randhie_cell(mu, ranges, args.seeds))
+        for variant in variants:
+            lines.append(randhie_cell(mu, variant, args.seeds))
             print(lines[-1], flush=True)
-    lines.append(randhie_clippings(args.mu[0]))
-    print(lines[-1], flush=True)
+    if not args.median_clip:
+        lines.append(randhie_clippings(args.mu[0]))
+        print(lines[-1], flush=True)
     minutes = (time.perf_counter() - start) / 60
-    lines.append(f"({minutes:.1f} min: python validation/skewed_outcome.py --reps "
+    flag = "--median-clip " if args.median_clip else ""
+    lines.append(f"({minutes:.1f} min: python validation/skewed_outcome.py {flag}--reps "
                  f"{args.reps} --seeds {args.seeds})")
     Path(args.out).write_text("\n".join(lines) + "\n")
 
