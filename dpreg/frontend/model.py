@@ -41,6 +41,7 @@ from dpreg.privacy.disclosure import warn_fixed_seed
 from dpreg.privacy.ranges import (
     DEFAULT_BINS,
     RANGES_EVENT,
+    SKEWED_TAIL,
     THRESHOLD,
     calibrate_ranges_event,
     release_ranges,
@@ -647,7 +648,7 @@ class DPRegression:
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")
-        notes = res.notes + (
+        notes = res.notes + self._skewed_outcome_note(release) + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
             f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "
             f"declared boxes (ledger row {RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
@@ -658,6 +659,27 @@ class DPRegression:
             f"ranges as if declared.{kept}",)
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
                                                        notes=notes))
+
+    def _skewed_outcome_note(self, release) -> tuple[str, ...]:
+        """A note when the outcome of a family with an unbounded score (linear,
+        expectile) is skewed by its released histogram (:meth:`RangesRelease.skewed`):
+        the learned range then clips a long tail on one side, which moves the
+        coefficients (measured on the private ranges page)."""
+        name = self.design.endog_name
+        side = release.skewed(name) if self.objective.psi_bound is None else None
+        if side is None:
+            return ()
+        below, above = release.tail_lengths(name)
+        reach = above if side == "right" else below
+        return (f"The outcome {name!r} has a long {side} tail: its "
+                f"{'99%' if side == 'right' else '1%'} quantile lies {reach:.3g} "
+                f"interquartile ranges {'above' if side == 'right' else 'below'} its median "
+                f"(quantiles of its released histogram; a normal outcome: 1.7, more than "
+                f"{SKEWED_TAIL:g} marks a long tail). Clipping that tail to the learned range "
+                "(and DP-SGD's gradient clip) moves the coefficients, by up to 1.6 standard "
+                "errors on statsmodels' randhie visits at n = 20,190 (user guide, private "
+                "ranges: skewed outcomes); consider a transform with a shorter tail "
+                "(np.log1p) or ranges='declared'.",)
 
     def _resolve_ranges(self, options: dict) -> dict:
         """``ranges="auto"`` (the default): ``"private"`` where the engine's intervals are

@@ -67,7 +67,7 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
-                             "GUARD_BINS"),
+                             "GUARD_BINS", "SKEWED_TAIL", "TAIL_RESOLVED"),
 }
 #: The front ends whose keyword defaults count (``module:qualified name``).
 FRONT_ENDS = ("dpreg.frontend.api:dp_ols", "dpreg.frontend.api:dp_huber",
@@ -85,6 +85,10 @@ NEUTRAL = {
     "ssp.absorb": "None: no fixed effects absorbed, as before absorb=",
     "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that a warning's text "
                                                "quotes; it decides no fit or warning",
+    "privacy.ranges.SKEWED_TAIL": "when the summary notes a long-tailed outcome; a note, "
+                                  "it decides no number or warning",
+    "privacy.ranges.TAIL_RESOLVED": "when the long-tail note reads the tail quantiles; a "
+                                    "note, it decides no number or warning",
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).

@@ -14,6 +14,7 @@ from scipy.stats import norm
 import dpreg
 from dpreg.audit.sensitivity import corner_rows
 from dpreg.exceptions import ConvergenceWarning, DataError, OptionError
+from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.ranges import (
     DEFAULT_BINS,
     DEFAULT_RANGES_SHARE,
@@ -21,7 +22,9 @@ from dpreg.privacy.ranges import (
     column_histogram,
     grid_edges,
     histogram_sensitivity,
+    quantile_from_counts,
     range_from_counts,
+    release_ranges,
     tail_rows,
 )
 
@@ -74,6 +77,63 @@ def test_range_from_exact_counts_is_the_tail_quantile_plus_a_guard_bin():
     # counts under the threshold (2 noise sd) are taken as 0: bins 2 and 7 drop out
     assert range_from_counts(counts, edges, 5.0, 2.0) == (3.0 - 1.0, 7.0 + 1.0)
     assert range_from_counts(np.zeros(10), edges, 5.0, 1.0) is None  # keep the box
+
+
+def test_quantiles_from_exact_counts_interpolate_within_their_bin():
+    edges = grid_edges(0.0, 10.0, 10)
+    counts = np.array([0, 0, 10, 20, 40, 20, 10, 0, 0, 0], dtype=float)  # 100 rows
+    assert quantile_from_counts(counts, edges, 1e-9, 0.5) == pytest.approx(4.5)
+    assert quantile_from_counts(counts, edges, 1e-9, 0.25) == pytest.approx(3.75)
+    assert quantile_from_counts(counts, edges, 1e-9, 0.01) == pytest.approx(2.1)
+    # counts under the threshold are taken as 0, as for the range
+    assert quantile_from_counts(counts, edges, 6.0, 0.5) == pytest.approx(4.5)
+    # (bins 2 and 6 drop out: 80 rows kept, 1% of them 0.8 rows into bin 3)
+    assert quantile_from_counts(counts, edges, 6.0, 0.01) == pytest.approx(3.0 + 0.8 / 20)
+    assert quantile_from_counts(np.zeros(10), edges, 1.0, 0.5) is None
+
+
+@pytest.mark.parametrize("draw, side", [
+    (lambda r, n: r.normal(50, 10, n), None),
+    (lambda r, n: r.standard_t(3, n) * 5 + 50, None),
+    (lambda r, n: r.lognormal(2, 1, n), "right"),
+    (lambda r, n: 100 - r.lognormal(2, 1, n), "left"),
+])
+def test_a_long_tail_is_read_off_the_released_quantiles(draw, side):
+    rng = np.random.default_rng(3)
+    n = 20_000
+    values = np.clip(draw(rng, n), 0, 100)
+    event = GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=math.sqrt(2),
+                                   noise_std=2.0, adjacency="replace-one")
+    release = release_ranges({"y": (values, (0.0, 100.0))}, event, rng)
+    assert release.skewed("y") == side
+    # the tail quantiles are not read where the noise would place them: a bin of 0.5%
+    # of the rows (100 here) must clear 2 noise sd
+    noisy = GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=math.sqrt(2),
+                                   noise_std=60.0, adjacency="replace-one")
+    assert release_ranges({"y": (values, (0.0, 100.0))}, noisy, rng).skewed("y") is None
+
+
+def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores():
+    rng = np.random.default_rng(5)
+    n = 5000
+    x = rng.uniform(0, 1, n)
+    frame = pd.DataFrame({"x": x, "y": np.clip(rng.lognormal(1 + x, 1.0), 0, 200),
+                          "z": np.clip(rng.normal(10 + x, 2.0), 0, 200),
+                          "b": (rng.random(n) < 0.1).astype(float)})
+    bounds = {"x": (0, 1), "y": (0, 200), "z": (0, 200), "b": (0, 1)}
+
+    def notes(fitter, formula, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = fitter(formula, frame, bounds=bounds, mu=5, random_state=1, **kw)
+        return [note for note in res.notes if "long right tail" in note]
+
+    assert len(notes(dpreg.dp_ols, "y ~ x", engine="ssp")) == 1
+    assert "ranges='declared'" in notes(dpreg.dp_ols, "y ~ x", engine="ssp")[0]
+    assert notes(dpreg.dp_ols, "z ~ x", engine="ssp") == []  # a normal outcome
+    assert notes(dpreg.dp_ols, "y ~ x", engine="ssp", ranges="declared") == []
+    assert notes(dpreg.dp_huber, "y ~ x") == []  # a bounded score: no outcome clip
+    assert notes(dpreg.dp_logit, "b ~ x") == []  # a 0/1 outcome, a bounded score
 
 
 def test_sensitivity_and_tail():
