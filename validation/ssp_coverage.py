@@ -10,7 +10,8 @@ and the intercept ``2 - slopes' E[x]`` (``E[x]`` of the simulated laws).
 Each replication fits ``engine="ssp"`` twice on the same data, with ``robust=False``
 (intervals ``plugin``, ``pboot``, ``pboot_basic``) and ``robust=True`` (``sandwich`` and
 the bootstrap with the meat, reported as ``pboot_r`` and ``pboot_basic_r``), at the
-default budget split unless ``--split`` names another. Per cell and method: coverage
+default budget split unless ``--split`` names another (given the private ranges'
+default share, like the default split: :func:`with_ranges`). Per cell and method: coverage
 averaged over the p coefficients (``coverage``), the lowest coefficient's
 (``cov_min``), the mean interval length relative to the plug-in's (``rel_length``), the
 share of fits that warned (``warned``), and the root mean squared error of the estimate
@@ -41,6 +42,7 @@ from scipy import stats
 
 import dpreg
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.privacy.ranges import DEFAULT_RANGES_SHARE
 from dpreg.studies.robustness import natural_units_design
 
 #: Population means of the covariates of natural_units_design (in its order).
@@ -57,6 +59,15 @@ SPLITS = {
     "yty 0.02": {"gram": 0.405, "xty": 0.575, "yty": 0.02},
     "xty 0.65": {"gram": 0.3, "xty": 0.65, "yty": 0.05},
 }
+
+
+def with_ranges(split: dict) -> dict:
+    """A split of the engine's releases with the private ranges' default share added
+    (the others scaled to the rest): a ``budget_split`` without a ``"ranges"`` share
+    keeps the declared boxes, so a comparison with the default (which learns ranges)
+    would compare range choices, not splits."""
+    rest = 1.0 - DEFAULT_RANGES_SHARE
+    return {**{k: v * rest for k, v in split.items()}, "ranges": DEFAULT_RANGES_SHARE}
 
 
 def population_truth(data: pd.DataFrame, truth: np.ndarray) -> np.ndarray:
@@ -107,9 +118,9 @@ def run_cell(errors, n, p, mu, reps, seed, split=None, robust_too=True):
         beta = population_truth(data, truth)
         kw = {}
         if split == "delta":
-            kw["budget_split"] = _delta_split(formula, data, bounds)
+            kw["budget_split"] = with_ranges(_delta_split(formula, data, bounds))
         elif split is not None:
-            kw["budget_split"] = split
+            kw["budget_split"] = with_ranges(split)
         est, out, facts = one_fit(formula, data, bounds, mu, beta,
                                   np.random.SeedSequence([seed, r, 1]), **kw)
         rec = {"rep": r, **facts, "err": est - beta}

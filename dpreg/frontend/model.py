@@ -648,7 +648,7 @@ class DPRegression:
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")
-        notes = res.notes + self._skewed_outcome_note(release) + (
+        notes = res.notes + self._skewed_outcome_note(release, opts.engine) + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
             f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "
             f"declared boxes (ledger row {RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
@@ -660,7 +660,7 @@ class DPRegression:
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
                                                        notes=notes))
 
-    def _skewed_outcome_note(self, release) -> tuple[str, ...]:
+    def _skewed_outcome_note(self, release, engine: str) -> tuple[str, ...]:
         """A note when the outcome of a family with an unbounded score (linear,
         expectile) is skewed by its released histogram (:meth:`RangesRelease.skewed`):
         the learned range then clips a long tail on one side, which moves the
@@ -676,8 +676,10 @@ class DPRegression:
                 f"interquartile ranges {'above' if side == 'right' else 'below'} its median "
                 f"(quantiles of its released histogram; a normal outcome: 1.7, more than "
                 f"{SKEWED_TAIL:g} marks a long tail). Clipping that tail to the learned range "
-                "(and DP-SGD's gradient clip) moves the coefficients, by up to 1.6 standard "
-                "errors on statsmodels' randhie visits at n = 20,190 (user guide, private "
+                + ("(and DP-SGD's gradient clip, on the largest residuals) "
+                   if engine == "dpsgd" else "")
+                + "moves the coefficients, by up to 1.6 standard errors on statsmodels' "
+                "randhie visits at n = 20,190 (user guide, private "
                 "ranges: skewed outcomes); consider a transform with a shorter tail "
                 "(np.log1p) or ranges='declared'.",)
 
