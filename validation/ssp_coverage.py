@@ -23,7 +23,7 @@ non-robust fits over all cells by the number of eigenvalues of ``X'X~`` raised t
 floor and by the delta-method diagnostic ``2 s_G sqrt(p) / lambda_min(G~+)``.
 
 Run:  python validation/ssp_coverage.py --reps 300 --out validation/results
-      (about 20 minutes on one core; the results in validation/results)
+      (about 15 minutes on one core; the results in validation/results)
       python validation/ssp_coverage.py --reps 200 --compare-splits --n 10000 50000 \
           --p 4 6 --mu 1 --errors t3 --splits delta thirds "yty 0.15" "yty 0.02" \
           "xty 0.65" --out validation/results      (about 10 minutes)
