@@ -162,7 +162,7 @@ class SSPOptions(CommonOptions):
     0.992-0.998 times, and ``X'X`` at 0.30 (``y'y`` 0.05) 0.998-1.024 times: within
     0.8% of the best split tried. The plug-in interval's coverage differs by at most
     0.02 between the splits of a cell (0.930-0.960; lowest at n = 50,000, p = 6, where
-    every split covers 0.930-0.932: the learned ranges clip the t(3) outcome's tails).
+    every split covers 0.930-0.932).
     Before the private ranges (declared boxes) the memo's split floored ``X'X`` in
     99.5% of the fits at n = 10,000, p = 6; with them in at most 0.5%.
 
@@ -171,11 +171,11 @@ class SSPOptions(CommonOptions):
     ``natural_units_design`` at the defaults, ranges learned privately; n = 2000,
     10,000, 50,000; p = 4, 6; mu = 0.5, 2; t(3) and heteroskedastic errors; binomial s.e.
     0.013). Where (almost) no fit warns, the plug-in and the bootstrap both cover
-    (0.934-0.963; at n >= 10,000 the learned ranges' clip of the outcome's tails moves
-    the estimand by a fraction of a standard error, the least-covered coefficient at
-    0.907-0.937 at n = 50,000). Where the released ``X'X`` is floored, both undercover
-    and the bootstrap more: at n = 2000, mu = 0.5, p = 6 (95% of fits warn) the plug-in
-    covers 0.86, the percentile bootstrap 0.82, the basic 0.84. Over all cells, the fits
+    (0.934-0.963; the least-covered coefficient 0.907-0.937 at n = 50,000, 2-3 binomial
+    standard errors low; about as low in the declared boxes on one such cell's data).
+    Where the released ``X'X`` is floored, both undercover and the bootstrap more: at
+    n = 2000, mu = 0.5, p = 6 (95% of fits warn) the plug-in covers 0.86, the
+    percentile bootstrap 0.82, the basic 0.84. Over all cells, the fits
     with no floored eigenvalue cover whatever the delta-method diagnostic (plug-in 0.947,
     0.955 and 0.958 with it below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.946,
     0.955, 0.954), and those with 1, 2, 3 floored eigenvalues less and less (plug-in
