@@ -137,6 +137,33 @@ def test_declared_levels_give_patsys_design_without_a_row_by_row_conversion(
         assert calls and all(c is pd.Series for c in calls)
 
 
+def test_later_builds_map_categoricals_whatever_their_categories(small_frame):
+    """A stored design's C() term reads new rows whose Categorical lists the levels in
+    another order, or only some of them, as patsy's own C() did (predictions, chunks)."""
+    from dpreg.design.formula.rows import build_exog, build_rows
+
+    levels = {"g": ["c", "b", "a"]}
+    d = build_design("y ~ C(g) + x", small_frame, levels=levels, bounds={"x": (-1, 1)})
+    new = pd.DataFrame({"x": [0.1, -0.2, 0.3],
+                        "g": pd.Categorical(["a", "b", "a"], categories=["a", "b", "c"])})
+    X = build_exog(d.design_info, new)
+    names = list(d.exog_names)
+    np.testing.assert_array_equal(X[:, names.index("C(g)[T.a]")], [1, 0, 1])
+    np.testing.assert_array_equal(X[:, names.index("C(g)[T.b]")], [0, 1, 0])
+    part = small_frame.iloc[:50].assign(
+        g=pd.Categorical(small_frame["g"].iloc[:50], categories=["b", "a", "c"]))
+    y, X, dropped = build_rows(d, part, missing="drop", bounds={"x": (-1, 1)},
+                               levels=levels)
+    want = build_design("y ~ C(g) + x", small_frame.iloc[:50], levels=levels,
+                        bounds={"x": (-1, 1)})
+    np.testing.assert_array_equal(X, want.exog)
+    undeclared = build_design("y ~ C(g) + x", small_frame.assign(
+        g=pd.Categorical(small_frame["g"])), bounds={"x": (-1, 1)})
+    np.testing.assert_array_equal(build_exog(undeclared.design_info, new),
+                                  build_exog(undeclared.design_info,
+                                             new.assign(g=new["g"].astype(str))))
+
+
 def test_stateful_transforms_are_recorded(small_frame):
     assert build_design("y ~ standardize(x)", small_frame).stateful == ("standardize(x)",)
     assert build_design("y ~ np.log(x + 2)", small_frame).stateful == ()

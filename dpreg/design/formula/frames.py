@@ -177,6 +177,18 @@ def _check_columns(formula: str, data: pd.DataFrame, levels) -> None:
                             "is categorical, declare its categories with levels=")
 
 
+def categoricals_as_values(data: pd.DataFrame, keep: Sequence = ()) -> pd.DataFrame:
+    """For a later build from a stored design: each pandas Categorical column not in
+    ``keep`` becomes its values, which patsy maps to the stored levels. A formula's
+    ``C()`` hands patsy a Categorical unboxed
+    (:func:`~dpreg.design.formula.namespace.unboxed_categorical`), and patsy then
+    requires exactly the stored categories; ``keep`` names the columns whose declared
+    levels gave them those categories (:func:`prepare_frame`)."""
+    out = {c: data[c].astype(object) for c in data.columns
+           if c not in keep and isinstance(data[c].dtype, pd.CategoricalDtype)}
+    return data.assign(**out) if out else data
+
+
 def prepare_frame(formula: str, data: pd.DataFrame, bounds, levels, missing: str):
     """Checks and public transformations shared by first and later chunks: column
     checks, declared levels, clipping to declared bounds, the ``missing="raise"``

@@ -19,6 +19,7 @@ import patsy
 
 from dpreg.design.design import Design, check_finite_full_rank, check_missing
 from dpreg.design.formula.frames import (
+    categoricals_as_values,
     check_frame,
     design_matrices,
     owned_arrays,
@@ -65,7 +66,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
     if len(data) == 0:
         return np.empty(0), np.empty((0, p)), 0
     data, norm = prepare_frame(template.formula, data, bounds, levels, check_missing(missing))
-    data = data.reset_index(drop=True)
+    data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
     plan = numeric_plan(template, data)
     if plan is not None:
         y, X = numeric_columns(plan, data)
@@ -79,7 +80,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
 
 def build_exog(design_info, data) -> np.ndarray:
     """Design matrix for new data with the columns of a fitted model (for ``predict``)."""
-    data = plain_dtypes(check_frame(data))
+    data = categoricals_as_values(plain_dtypes(check_frame(data)))
     (X,) = patsy_call(patsy.build_design_matrices, [design_info], data,
                        NA_action=patsy.NAAction(on_NA="raise"), return_type="matrix")
     return np.asarray(X, dtype=float)
@@ -125,7 +126,7 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
                         f"{changed}, before {[dtypes[c] for c in changed]}); convert them "
                         "before streaming")
     data, norm = prepare_frame(formula, data, bounds, levels, missing)
-    data = data.reset_index(drop=True)
+    data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
     plan = numeric_plan(template, data)
     if plan is not None:
         y, X = numeric_columns(plan, data)
