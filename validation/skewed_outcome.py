@@ -38,9 +38,12 @@ distance from the outcome's median to the far end of its learned range (the medi
 the clipped outcome taken from the data: the best a private median read off the
 released histogram could do), with the same ranges (the same ``random_state``).
 
-    python validation/skewed_outcome.py --reps 100 --seeds 20   # the recorded run
-    python validation/skewed_outcome.py --median-clip --reps 100 --seeds 20 \
-        --out validation/results/skewed_outcome_median_clip.txt
+The recorded runs (``validation/results/skewed_outcome.txt``, ``..._note.txt`` and
+``..._median_clip.txt``; each mode writes its own file unless ``--out`` is given)::
+
+    python validation/skewed_outcome.py --reps 100 --seeds 20
+    python validation/skewed_outcome.py --note-rates --reps 50
+    python validation/skewed_outcome.py --median-clip --reps 100 --seeds 20
 """
 
 from __future__ import annotations
@@ -57,7 +60,11 @@ import pandas as pd
 import dpreg
 from dpreg.exceptions import ConvergenceWarning
 
-OUT = Path(__file__).parent / "results" / "skewed_outcome.txt"
+RESULTS = Path(__file__).parent / "results"
+#: Where each mode writes (``--out`` overrides).
+OUT = {"main": RESULTS / "skewed_outcome.txt",
+       "note": RESULTS / "skewed_outcome_note.txt",
+       "median-clip": RESULTS / "skewed_outcome_median_clip.txt"}
 FORMULA = "visits ~ age + chronic + female + loginc"
 BETA = {"Intercept": 1.0 - 0.05 * 20 + 0.3 * 10, "age": 0.05, "chronic": 1.0,
         "female": 0.8, "loginc": -0.3}
@@ -158,7 +165,7 @@ def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
 
     data = sm.datasets.randhie.load_pandas().data
     ref = smf.ols(RANDHIE_FORMULA, data).fit(cov_type="HC1")
-    shift, length, warned, engines = [], [], [], set()
+    shift, length, warned, engines, ends, clipped = [], [], [], set(), [], []
     for seed in range(seeds):
         if ranges == "median-clip":
             res, w = median_clip_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, seed)
@@ -171,13 +178,23 @@ def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
         warned.append(w)
         shift.append(((res.params - ref.params) / res.bse).to_numpy())
         length.append(float((res.bse / ref.bse).mean()))
+        if ranges != "declared":
+            learned = learned_ranges(res)
+            ends.append((learned["mdvis"][1], learned["disea"][1]))
+            clipped.append(float((data["mdvis"] > learned["mdvis"][1]).mean()))
     mean = np.array(shift).mean(0)
     order = np.argsort(-np.abs(mean))[:2]
     names = list(ref.params.index)
     tops = ", ".join(f"{names[i]} {mean[i]:+.2f}" for i in order)
+    learned = ""
+    if ends:
+        ends = np.array(ends)
+        learned = (f"; learned upper ends mdvis {ends[:, 0].min():.3g}-{ends[:, 0].max():.3g} "
+                   f"({min(clipped):.2%}-{max(clipped):.2%} of the rows above), disea "
+                   f"{ends[:, 1].min():.3g}-{ends[:, 1].max():.3g}")
     return (f"randhie mu = {mu:>4g} ranges = {ranges:<8} ({'/'.join(sorted(engines))}): "
             f"unwarned {1 - np.mean(warned):.2f}, largest mean shifts (private s.e.) "
-            f"{tops}, length {np.mean(length):.2f}")
+            f"{tops}, length {np.mean(length):.2f}{learned}")
 
 
 def learned_ranges(res) -> dict[str, tuple[float, float]]:
@@ -254,7 +271,8 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[2000, 20_000])
     parser.add_argument("--mu", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--seed", type=int, default=20261126)
-    parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--out", help="the file written (default: per mode, "
+                             "validation/results/skewed_outcome[_note|_median_clip].txt)")
     parser.add_argument("--note-rates", action="store_true",
                         help="the share of fits that note a long-tailed outcome (module "
                              "notes)")
@@ -263,11 +281,13 @@ def main() -> None:
                              "with the median-based clip (module notes)")
     args = parser.parse_args()
     start = time.perf_counter()
+    mode = "note" if args.note_rates else "median-clip" if args.median_clip else "main"
+    out = Path(args.out) if args.out else OUT[mode]
     if args.note_rates:
         lines = note_rates(args.reps, args.seed)
         lines.append(f"({(time.perf_counter() - start) / 60:.1f} min: python "
                      f"validation/skewed_outcome.py --note-rates --reps {args.reps})")
-        Path(args.out).write_text("\n".join(lines) + "\n")
+        out.write_text("\n".join(lines) + "\n")
         return
     variants = ("dpsgd", "median-clip") if args.median_clip else ("auto", "declared")
     lines = []
@@ -287,7 +307,7 @@ def main() -> None:
     flag = "--median-clip " if args.median_clip else ""
     lines.append(f"({minutes:.1f} min: python validation/skewed_outcome.py {flag}--reps "
                  f"{args.reps} --seeds {args.seeds})")
-    Path(args.out).write_text("\n".join(lines) + "\n")
+    out.write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -171,18 +171,18 @@ class SSPOptions(CommonOptions):
     ``natural_units_design`` at the defaults, ranges learned privately; n = 2000,
     10,000, 50,000; p = 4, 6; mu = 0.5, 2; t(3) and heteroskedastic errors; binomial s.e.
     0.013). Where (almost) no fit warns, the plug-in and the bootstrap both cover
-    (0.934-0.963; the least-covered coefficient 0.907-0.937 at n = 50,000, 2-3 binomial
-    standard errors low; about as low in the declared boxes on one such cell's data).
-    Where the released ``X'X`` is floored, both undercover and the bootstrap more: at
-    n = 2000, mu = 0.5, p = 6 (95% of fits warn) the plug-in covers 0.86, the
-    percentile bootstrap 0.82, the basic 0.84. Over all cells, the fits
+    (0.934-0.963; the least-covered coefficient 0.907-0.937 at n = 50,000, 1 to 3.4
+    binomial standard errors low, a cause not established). Where the released
+    ``X'X`` is floored, both undercover and the bootstrap more: at n = 2000, mu = 0.5,
+    p = 6 (95% of fits warn) the plug-in covers 0.86, the percentile bootstrap 0.82,
+    the basic 0.84. Over all cells, the fits
     with no floored eigenvalue cover whatever the delta-method diagnostic (plug-in 0.947,
     0.955 and 0.958 with it below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.946,
     0.955, 0.954), and those with 1, 2, 3 floored eigenvalues less and less (plug-in
     0.911, 0.847, 0.771; percentile bootstrap 0.885, 0.800, 0.696). So the floor, not
     the memo's threshold of 0.1 on the diagnostic, triggers the warning, and it does not
     recommend the bootstrap. The heteroskedasticity of that design is mild (the
-    classical forms cover); the sandwich with the default ``clip`` covers 0.935-0.979
+    classical forms cover); the sandwich with the default ``clip`` covers 0.935-0.988
     with intervals 1.0-1.5 times the plug-in's (the meat's noise, scaled by the
     outcome's range, is large).
     """

@@ -661,8 +661,9 @@ class DPRegression:
                                                        notes=notes))
 
     def _skewed_outcome_note(self, release, engine: str) -> tuple[str, ...]:
-        """A note when the outcome of a family with an unbounded score (linear,
-        expectile) is skewed by its released histogram (:meth:`RangesRelease.skewed`):
+        """A note when the outcome of a family with an unbounded score (linear
+        regression; expectiles with ``c=inf``) is skewed by its released histogram
+        (:meth:`RangesRelease.skewed`):
         the learned range then clips a long tail on one side, which moves the
         coefficients (measured on the private ranges page)."""
         name = self.design.endog_name
@@ -676,12 +677,14 @@ class DPRegression:
                 f"interquartile ranges {'above' if side == 'right' else 'below'} its median "
                 f"(quantiles of its released histogram; a normal outcome: 1.7, more than "
                 f"{SKEWED_TAIL:g} marks a long tail). Clipping that tail to the learned range "
-                + ("(and DP-SGD's gradient clip, on the largest residuals) "
-                   if engine == "dpsgd" else "")
-                + "moves the coefficients, by up to 1.6 standard errors on statsmodels' "
-                "randhie visits at n = 20,190 (user guide, private "
-                "ranges: skewed outcomes); consider a transform with a shorter tail "
-                "(np.log1p) or ranges='declared'.",)
+                + ("(and DP-SGD's gradient clip, on the largest residuals) moves the "
+                   "coefficients: by 1.6 standard errors on statsmodels' randhie visits at "
+                   "n = 20,190, mu = 2"
+                   if engine == "dpsgd" else
+                   "moves the coefficients: by 0.9 standard errors with SSP on statsmodels' "
+                   "randhie visits at n = 20,190, mu = 5")
+                + " (user guide, private ranges: skewed outcomes). ranges='declared' keeps "
+                "the tail, at the declared box's longer intervals.",)
 
     def _resolve_ranges(self, options: dict) -> dict:
         """``ranges="auto"`` (the default): ``"private"`` where the engine's intervals are

@@ -384,29 +384,33 @@ class RangesRelease:
     def tail_lengths(self, column: str) -> tuple[float, float] | None:
         """How far the 1% and the 99% quantiles lie from the median, in interquartile
         ranges (quantiles of the released histogram); ``None`` where they are unknown,
-        the quartiles coincide, the declared box was kept, or a bin of
-        :data:`TAIL_RESOLVED` of the rows would not clear the counts' threshold (the
-        noise, not the rows, would place the tail quantiles)."""
+        the quartiles lie less than a bin apart (a binary or nearly constant column: the
+        interpolation within one bin would decide the ratio), the declared box was kept,
+        or a bin of :data:`TAIL_RESOLVED` of the rows would not clear the counts'
+        threshold (the noise, not the rows, would place the tail quantiles)."""
         if column not in self.quantiles or column in self.kept:
             return None
         if THRESHOLD * self.event.noise_std > TAIL_RESOLVED * self.rows:
             return None
         q01, q25, q50, q75, q99 = self.quantiles[column]
-        if not q75 > q25:
+        box_lo, box_hi = self.declared[column]
+        if q75 - q25 < (box_hi - box_lo) / self.bins:
             return None
         return (q50 - q01) / (q75 - q25), (q99 - q50) / (q75 - q25)
 
     def skewed(self, column: str) -> str | None:
         """``"right"`` or ``"left"`` when the 99% (1%) quantile lies more than
         :data:`SKEWED_TAIL` interquartile ranges above (below) the median and the other
-        does not (a long tail on that side), else ``None``."""
+        does not (a long tail on that side), and the learned range ends inside the
+        declared box on that side (so the tail is clipped), else ``None``."""
         tails = self.tail_lengths(column)
         if tails is None:
             return None
         below, above = tails
-        if above > SKEWED_TAIL >= below:
+        (lo, hi), (box_lo, box_hi) = self.ranges[column], self.declared[column]
+        if above > SKEWED_TAIL >= below and hi < box_hi:
             return "right"
-        if below > SKEWED_TAIL >= above:
+        if below > SKEWED_TAIL >= above and lo > box_lo:
             return "left"
         return None
 

@@ -355,7 +355,8 @@ def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
         One row per cell and method, with ``method``, ``reps``, ``coverage``,
         ``coverage_unwarned``, ``mcse`` and ``unwarned`` or ``warned``.
     method : str
-        The interval judged (the rows of ``table`` with this ``method``).
+        The interval judged (the rows of ``table`` with this ``method``; the robustness
+        table names its intervals, e.g. ``"plugin"``, and has no ``"default"``).
     by : sequence of str
         Columns of ``table`` to report separately (e.g. ``["engine", "ranges"]``).
 
@@ -370,6 +371,9 @@ def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
         cells).
     """
     t = table[table["method"] == method].copy()
+    if t.empty:
+        raise ValueError(f"no rows with method {method!r}; the table has "
+                         f"{sorted(table['method'].unique())}")
     t["covers"] = t["coverage"] >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / t["reps"])
     if "warned" not in t:
         t["warned"] = 1.0 - t["unwarned"]

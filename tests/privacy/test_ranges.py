@@ -93,24 +93,30 @@ def test_quantiles_from_exact_counts_interpolate_within_their_bin():
 
 
 @pytest.mark.parametrize("draw, side", [
-    (lambda r, n: r.normal(50, 10, n), None),
-    (lambda r, n: r.standard_t(3, n) * 5 + 50, None),
+    (lambda r, n: r.normal(200, 40, n), None),
+    (lambda r, n: r.standard_t(3, n) * 20 + 200, None),
     (lambda r, n: r.lognormal(2, 1, n), "right"),
-    (lambda r, n: 100 - r.lognormal(2, 1, n), "left"),
+    (lambda r, n: 400 - r.lognormal(2, 1, n), "left"),
 ])
 def test_a_long_tail_is_read_off_the_released_quantiles(draw, side):
     rng = np.random.default_rng(3)
     n = 20_000
-    values = np.clip(draw(rng, n), 0, 100)
+    box = (0.0, 400.0)
+    values = np.clip(draw(rng, n), *box)
     event = GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=math.sqrt(2),
                                    noise_std=2.0, adjacency="replace-one")
-    release = release_ranges({"y": (values, (0.0, 100.0))}, event, rng)
+    release = release_ranges({"y": (values, box)}, event, rng)
     assert release.skewed("y") == side
     # the tail quantiles are not read where the noise would place them: a bin of 0.5%
     # of the rows (100 here) must clear 2 noise sd
     noisy = GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=math.sqrt(2),
                                    noise_std=60.0, adjacency="replace-one")
-    assert release_ranges({"y": (values, (0.0, 100.0))}, noisy, rng).skewed("y") is None
+    assert release_ranges({"y": (values, box)}, noisy, rng).skewed("y") is None
+    # nor where the learned range reaches the box on the long side (nothing more clipped)
+    if side is not None:
+        edge = box[1] if side == "right" else box[0]
+        ends = np.where(np.abs(values - np.median(values)) > 40, edge, values)
+        assert release_ranges({"y": (ends, box)}, event, rng).skewed("y") is None
 
 
 def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores():
@@ -134,6 +140,9 @@ def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores()
     assert notes(dpreg.dp_ols, "y ~ x", engine="ssp", ranges="declared") == []
     assert notes(dpreg.dp_huber, "y ~ x") == []  # a bounded score: no outcome clip
     assert notes(dpreg.dp_logit, "b ~ x") == []  # a 0/1 outcome, a bounded score
+    # a linear probability model: 10% ones, quartiles in one bin, nothing clipped
+    assert notes(dpreg.dp_ols, "b ~ x", engine="ssp") == []
+    assert notes(dpreg.dp_ols, "b ~ x", engine="dpsgd") == []
 
 
 def test_sensitivity_and_tail():

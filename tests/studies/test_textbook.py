@@ -142,3 +142,5 @@ def test_warning_characteristics_separates_cells_whose_unwarned_fits_cover():
     robust = table.assign(warned=1 - table["unwarned"]).drop(columns="unwarned")
     pd.testing.assert_frame_equal(tb.warning_characteristics(robust, by=["engine"]),
                                   tb.warning_characteristics(table, by=["engine"]))
+    with pytest.raises(ValueError, match="no rows with method 'plugin'"):
+        tb.warning_characteristics(table, method="plugin")
