@@ -63,7 +63,8 @@ from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.request import PrivacyRequest
 
 __all__ = ["DEFAULT_BINS", "DEFAULT_RANGES_SHARE", "THRESHOLD", "GUARD_BINS", "RANGES_EVENT",
-           "SKEWED_TAIL", "TAIL_RESOLVED", "TAIL_LEVELS", "RangesRelease", "quantile_from_counts",
+           "SKEWED_TAIL", "TAIL_RESOLVED", "MIN_TAIL_BINS", "TAIL_LEVELS", "RangesRelease",
+           "quantile_from_counts",
            "grid_edges", "column_histogram", "histogram_sensitivity", "tail_rows",
            "range_from_counts", "ranges_event", "calibrate_ranges_event", "release_ranges"]
 
@@ -89,6 +90,10 @@ SKEWED_TAIL = 4.0
 #: The tail quantiles are read only where a bin holding this share of the rows clears
 #: the counts' threshold (:data:`THRESHOLD` noise sd); below it the noise decides them.
 TAIL_RESOLVED = 0.005
+#: A tail is noted only if at least this many bins between the median's and the 99%
+#: (1%) quantile's bins hold counts above the threshold: the rows spread out along it,
+#: not a second value apart from the rest (a binary outcome in a wide box).
+MIN_TAIL_BINS = 2
 #: The levels of the quantiles :attr:`RangesRelease.quantiles` keeps.
 TAIL_LEVELS = (0.01, 0.25, 0.5, 0.75, 0.99)
 
@@ -370,6 +375,10 @@ class RangesRelease:
         threshold).
     rows : int
         Rows counted (public).
+    tail_bins : dict
+        ``{column: (below, above)}``: the bins strictly between the 1% quantile's and the
+        median's bins, and between the median's and the 99% quantile's, whose counts
+        pass the threshold.
     """
 
     ranges: Mapping[str, tuple[float, float]]
@@ -380,37 +389,39 @@ class RangesRelease:
     event: GaussianMechanismEvent
     quantiles: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
     rows: int = 0
+    tail_bins: Mapping[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
     def tail_lengths(self, column: str) -> tuple[float, float] | None:
         """How far the 1% and the 99% quantiles lie from the median, in interquartile
-        ranges (quantiles of the released histogram); ``None`` where they are unknown,
-        the quartiles lie less than a bin apart (a binary or nearly constant column: the
-        interpolation within one bin would decide the ratio), the declared box was kept,
-        or a bin of :data:`TAIL_RESOLVED` of the rows would not clear the counts'
-        threshold (the noise, not the rows, would place the tail quantiles)."""
+        ranges (quantiles of the released histogram; the interquartile range taken as at
+        least one bin, which the grid cannot resolve); ``None`` where they are unknown,
+        the declared box was kept, or a bin of :data:`TAIL_RESOLVED` of the rows would
+        not clear the counts' threshold (the noise, not the rows, would place the tail
+        quantiles)."""
         if column not in self.quantiles or column in self.kept:
             return None
         if THRESHOLD * self.event.noise_std > TAIL_RESOLVED * self.rows:
             return None
         q01, q25, q50, q75, q99 = self.quantiles[column]
         box_lo, box_hi = self.declared[column]
-        if q75 - q25 < (box_hi - box_lo) / self.bins:
-            return None
-        return (q50 - q01) / (q75 - q25), (q99 - q50) / (q75 - q25)
+        spread = max(q75 - q25, (box_hi - box_lo) / self.bins)
+        return (q50 - q01) / spread, (q99 - q50) / spread
 
     def skewed(self, column: str) -> str | None:
         """``"right"`` or ``"left"`` when the 99% (1%) quantile lies more than
         :data:`SKEWED_TAIL` interquartile ranges above (below) the median and the other
-        does not (a long tail on that side), and the learned range ends inside the
-        declared box on that side (so the tail is clipped), else ``None``."""
+        does not, the counts fill at least :data:`MIN_TAIL_BINS` bins between them (a
+        tail, not a second value), and the learned range ends inside the declared box on
+        that side (so the tail is clipped); else ``None``."""
         tails = self.tail_lengths(column)
         if tails is None:
             return None
         below, above = tails
+        bins_below, bins_above = self.tail_bins.get(column, (0, 0))
         (lo, hi), (box_lo, box_hi) = self.ranges[column], self.declared[column]
-        if above > SKEWED_TAIL >= below and hi < box_hi:
+        if above > SKEWED_TAIL >= below and bins_above >= MIN_TAIL_BINS and hi < box_hi:
             return "right"
-        if below > SKEWED_TAIL >= above and lo > box_lo:
+        if below > SKEWED_TAIL >= above and bins_below >= MIN_TAIL_BINS and lo > box_lo:
             return "left"
         return None
 
@@ -456,7 +467,7 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
                           f"of {k} histograms under {event.adjacency} "
                           f"({histogram_sensitivity(k, event.adjacency):.6g})")
     tail = tail_rows(max(n, 1))
-    learned, declared, kept, quantiles = {}, {}, [], {}
+    learned, declared, kept, quantiles, tail_bins = {}, {}, [], {}, {}
     for name, (values, box) in columns.items():
         lo, hi = float(box[0]), float(box[1])
         edges = grid_edges(lo, hi, bins)
@@ -466,6 +477,11 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
              for level in TAIL_LEVELS]
         if q[0] is not None:
             quantiles[name] = tuple(q)
+            kept_bins = noisy > THRESHOLD * event.noise_std
+            b01, b50, b99 = (min(int(np.searchsorted(edges, v, side="right")) - 1,
+                                 bins - 1) for v in (q[0], q[2], q[4]))
+            tail_bins[name] = (int(kept_bins[b01 + 1:b50].sum()),
+                               int(kept_bins[b50 + 1:b99].sum()))
         declared[name] = (lo, hi)
         if found is None:
             kept.append(name)
@@ -473,4 +489,4 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
         learned[name] = found
     return RangesRelease(ranges=learned, declared=declared, kept=tuple(kept), bins=int(bins),
                          tail=float(tail), event=event, quantiles=quantiles,
-                         rows=int(n))
+                         rows=int(n), tail_bins=tail_bins)

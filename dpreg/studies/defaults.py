@@ -67,7 +67,7 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
-                             "GUARD_BINS", "SKEWED_TAIL", "TAIL_RESOLVED"),
+                             "GUARD_BINS", "SKEWED_TAIL", "TAIL_RESOLVED", "MIN_TAIL_BINS"),
 }
 #: The front ends whose keyword defaults count (``module:qualified name``).
 FRONT_ENDS = ("dpreg.frontend.api:dp_ols", "dpreg.frontend.api:dp_huber",
@@ -89,6 +89,8 @@ NEUTRAL = {
                                   "it decides no number or warning",
     "privacy.ranges.TAIL_RESOLVED": "when the long-tail note reads the tail quantiles; a "
                                     "note, it decides no number or warning",
+    "privacy.ranges.MIN_TAIL_BINS": "when the long-tail note sees a tail; a note, it "
+                                    "decides no number or warning",
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).

@@ -140,9 +140,15 @@ def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores()
     assert notes(dpreg.dp_ols, "y ~ x", engine="ssp", ranges="declared") == []
     assert notes(dpreg.dp_huber, "y ~ x") == []  # a bounded score: no outcome clip
     assert notes(dpreg.dp_logit, "b ~ x") == []  # a 0/1 outcome, a bounded score
-    # a linear probability model: 10% ones, quartiles in one bin, nothing clipped
+    # a linear probability model: 10% ones, nothing clipped; nor in a wider box, where
+    # the ones are a second value, not a tail
     assert notes(dpreg.dp_ols, "b ~ x", engine="ssp") == []
     assert notes(dpreg.dp_ols, "b ~ x", engine="dpsgd") == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        wide = dpreg.dp_ols("b ~ x", frame, bounds={**bounds, "b": (0, 2)}, mu=5,
+                            random_state=1, engine="ssp")
+    assert not [note for note in wide.notes if "long right tail" in note]
 
 
 def test_sensitivity_and_tail():
