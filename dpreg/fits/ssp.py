@@ -162,9 +162,9 @@ class SSPOptions(CommonOptions):
     0.992-0.998 times, and ``X'X`` at 0.30 (``y'y`` 0.05) 0.998-1.024 times: within
     0.8% of the best split tried. The plug-in interval's coverage differs by at most
     0.02 between the splits of a cell (0.930-0.960; lowest at n = 50,000, p = 6, where
-    every split covers 0.930-0.932).
-    Before the private ranges (declared boxes) the memo's split floored ``X'X`` in
-    99.5% of the fits at n = 10,000, p = 6; with them in at most 0.5%.
+    every split covers 0.930-0.932). Before the private ranges (declared boxes) the
+    memo's split floored ``X'X`` in 99.5% of the fits at n = 10,000, p = 6; with them
+    in at most 0.5%.
 
     The default ``cov_type`` is ``"plugin"``, measured by ``python
     validation/ssp_coverage.py --reps 300`` (the population coefficients of
@@ -175,11 +175,11 @@ class SSPOptions(CommonOptions):
     binomial standard errors low, a cause not established). Where the released
     ``X'X`` is floored, both undercover and the bootstrap more: at n = 2000, mu = 0.5,
     p = 6 (95% of fits warn) the plug-in covers 0.86, the percentile bootstrap 0.82,
-    the basic 0.84. Over all cells, the fits
-    with no floored eigenvalue cover whatever the delta-method diagnostic (plug-in 0.947,
-    0.955 and 0.958 with it below 0.1, between 0.1 and 0.5, above 0.5; bootstrap 0.946,
-    0.955, 0.954), and those with 1, 2, 3 floored eigenvalues less and less (plug-in
-    0.911, 0.847, 0.771; percentile bootstrap 0.885, 0.800, 0.696). So the floor, not
+    the basic 0.84. Over all cells, the fits with no floored eigenvalue cover whatever
+    the delta-method diagnostic (plug-in 0.947, 0.955 and 0.958 with it below 0.1,
+    between 0.1 and 0.5, above 0.5; bootstrap 0.946, 0.955, 0.954), and those with 1, 2,
+    3 floored eigenvalues less and less (plug-in 0.911, 0.847, 0.771; percentile
+    bootstrap 0.885, 0.800, 0.696). So the floor, not
     the memo's threshold of 0.1 on the diagnostic, triggers the warning, and it does not
     recommend the bootstrap. The heteroskedasticity of that design is mild (the
     classical forms cover); the sandwich with the default ``clip`` covers 0.935-0.988

@@ -49,9 +49,8 @@ data's (most of its box) at n = 1000.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -387,9 +386,9 @@ class RangesRelease:
     bins: int
     tail: float
     event: GaussianMechanismEvent
-    quantiles: Mapping[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
+    quantiles: Mapping[str, tuple[float, ...]] = field(default_factory=dict)
     rows: int = 0
-    tail_bins: Mapping[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
+    tail_bins: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
     def tail_lengths(self, column: str) -> tuple[float, float] | None:
         """How far the 1% and the 99% quantiles lie from the median, in interquartile
