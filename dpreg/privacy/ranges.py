@@ -63,7 +63,7 @@ from dpreg.privacy.request import PrivacyRequest
 
 __all__ = ["DEFAULT_BINS", "DEFAULT_RANGES_SHARE", "THRESHOLD", "GUARD_BINS", "RANGES_EVENT",
            "SKEWED_TAIL", "TAIL_RESOLVED", "MIN_TAIL_BINS", "TAIL_LEVELS", "RangesRelease",
-           "quantile_from_counts",
+           "kept_counts", "quantile_from_counts",
            "grid_edges", "column_histogram", "histogram_sensitivity", "tail_rows",
            "range_from_counts", "ranges_event", "calibrate_ranges_event", "release_ranges"]
 
@@ -196,6 +196,13 @@ def tail_rows(n: int) -> float:
     return min(0.005 * n, 0.5 * math.sqrt(n))
 
 
+def kept_counts(noisy: np.ndarray, noise_std: float) -> np.ndarray:
+    """The released counts with those not above :data:`THRESHOLD` noise standard
+    deviations set to 0 (module notes): what the range and the quantiles read."""
+    noisy = np.asarray(noisy, dtype=float)
+    return np.where(noisy > THRESHOLD * noise_std, noisy, 0.0)
+
+
 def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
                       noise_std: float, n: int | None = None) -> tuple[float, float] | None:
     """The range read off one noisy histogram (post-processing; module notes).
@@ -223,8 +230,7 @@ def range_from_counts(noisy: np.ndarray, edges: np.ndarray, tail: float,
         does, and ``g`` = :data:`GUARD_BINS` (within the grid); ``None`` (keep the
         declared box) when no bin does or ``i > j``.
     """
-    noisy = np.asarray(noisy, dtype=float)
-    c = np.where(noisy > THRESHOLD * noise_std, noisy, 0.0)
+    c = kept_counts(noisy, noise_std)
     if n is not None and c.sum() < n - 2 * tail - 2 * noise_std * math.sqrt(len(c)):
         return None  # the threshold dropped more rows than the range may clip
     below = np.flatnonzero(np.cumsum(c) > tail)
@@ -260,8 +266,7 @@ def quantile_from_counts(noisy: np.ndarray, edges: np.ndarray, noise_std: float,
         The point where the kept counts, cumulated from below, reach ``level`` of their
         total (linear within its bin); ``None`` when no count is kept.
     """
-    noisy = np.asarray(noisy, dtype=float)
-    c = np.where(noisy > THRESHOLD * noise_std, noisy, 0.0)
+    c = kept_counts(noisy, noise_std)
     total = c.sum()
     if total <= 0:
         return None
@@ -476,7 +481,7 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
              for level in TAIL_LEVELS]
         if q[0] is not None:
             quantiles[name] = tuple(q)
-            kept_bins = noisy > THRESHOLD * event.noise_std
+            kept_bins = kept_counts(noisy, event.noise_std) > 0
             b01, b50, b99 = (min(int(np.searchsorted(edges, v, side="right")) - 1,
                                  bins - 1) for v in (q[0], q[2], q[4]))
             tail_bins[name] = (int(kept_bins[b01 + 1:b50].sum()),
