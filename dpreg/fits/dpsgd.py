@@ -266,8 +266,18 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
             and problem.objective.family.checks_curvature_bias:
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
-                                     inferences["plugin"].scale)
+                                     inferences["plugin"].scale, corrected=True)
     notes: tuple[str, ...] = adjacency_notes(ledger)
+    estimate = out.params
+    if report is not None and report.curvature_factor is not None:
+        # the curvature correction (dpreg.inference.diagnostics, module notes): the
+        # averaged logistic iterate solves the score equation for about k theta_hat
+        estimate = out.params / report.curvature_factor
+        notes += (f"Estimates: the averaged iterate divided by k = "
+                  f"{report.curvature_factor:.4g}, the curvature correction of a logistic "
+                  "path (its iterates spread around their average and the score is "
+                  "curved; post-processing of the path and the private second moment); "
+                  "every interval moves with the estimate.",)
     if problem.groups is not None:
         notes += (cluster_note(opts.groups, opts.max_group_size, units,
                                f"a batch samples {pub.batch_size} of the G clusters and "
@@ -303,7 +313,7 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         diagnostics = {"clip_count": out.clip_count,
                        "clip_share": out.clip_count / out.grad_evals}
     return build_results(given_problem, FitRecord(
-        params=cond.params(out.params), inferences=inferences, cov_type=cov_type,
+        params=cond.params(estimate), inferences=inferences, cov_type=cov_type,
         engine=LABEL, settings=Settings.from_values(table), notes=pub.reasons + notes,
         ledger=ledger, cov_matrix=cov,
         trajectory={"steps": out.trajectory_steps,

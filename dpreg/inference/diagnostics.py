@@ -54,7 +54,11 @@ only when its budget was spent (:func:`one_pass_report`):
   second moment of the rows. A coefficient whose bias exceeds :data:`CURVATURE_BIAS_LIMIT`
   of its plug-in standard error is flagged (measured: the spread is 0.5 to 0.8 in the
   robustness study's cell where plug-in intervals covered 0.87, at most 0.47 where they
-  covered).
+  covered). DP-SGD corrects the bias instead (:func:`curvature_factor`): its estimate
+  is the averaged iterate divided by ``k`` (post-processing of the released path and
+  ``G``; every interval moves with it, its width kept), and it flags a coefficient
+  whose correction exceeds :data:`CURVATURE_CORRECTED_LIMIT` standard errors, where the
+  approximation (one spread for every row) is measured to leave the intervals shifted.
 
 Full paths (DP-GD) release every iterate, and their intervals are batch means (or
 checkpoints) of it (:func:`iterate_report`):
@@ -121,8 +125,14 @@ BM_MIN_BATCHES = 8
 #: moving (false alarm under 1e-3).
 RS_HALVES_LIMIT = 6.0
 #: Approximate curvature bias of a logistic path's average, in plug-in standard errors,
-#: beyond which the coefficient is flagged.
+#: beyond which the coefficient is flagged (paths whose average is not corrected: DP-GD).
 CURVATURE_BIAS_LIMIT = 0.5
+#: Size of the curvature correction, in plug-in standard errors, beyond which a corrected
+#: coefficient (DP-SGD) is flagged: the correction's own error grows with it. Set from
+#: its measured curve on the textbook logits (``validation/curvature_correction.py``):
+#: fits whose largest correction stayed under 1 s.e. covered at the nominal rate after
+#: it, those beyond did not.
+CURVATURE_CORRECTED_LIMIT = 1.0
 #: False-alarm probability of each full-path (DP-GD) check per coefficient.
 GD_ALARM = 1e-4
 #: Coverage of the random-scaling intervals of the coefficients the eigenvalue-floor
@@ -148,7 +158,11 @@ class ConvergenceReport:
     curvature_bias : dict
         Logistic paths: approximate bias of the averaged iterate over its plug-in s.e.
     curvature_biased : tuple of str
-        Coefficients whose ``curvature_bias`` exceeds :data:`CURVATURE_BIAS_LIMIT`.
+        Coefficients whose ``curvature_bias`` exceeds :data:`CURVATURE_BIAS_LIMIT`
+        (:data:`CURVATURE_CORRECTED_LIMIT` when the estimates were corrected).
+    curvature_factor : float or None
+        ``k`` of the curvature correction when the fit divided its averaged iterate by
+        it (DP-SGD, logistic family, private preconditioner); ``None`` otherwise.
     public : tuple of str
         Findings from public numbers alone (the fit's size and schedule), each a full
         message: they hold whatever the data.
@@ -172,6 +186,7 @@ class ConvergenceReport:
     checks: tuple = ()
     curvature_bias: dict = field(default_factory=dict)
     curvature_biased: tuple = ()
+    curvature_factor: float | None = None
     public: tuple = ()
     default_switched: bool = False
 
@@ -232,7 +247,16 @@ class ConvergenceReport:
                            "unreliable, and the random-scaling ones are not reliable "
                            "either (where this check fired, they covered "
                            f"{FLOOR_RS_COVERAGE:g} in the textbook study). " + cure)
-        if self.curvature_biased:
+        if self.curvature_biased and self.curvature_factor is not None:
+            out.append(
+                f"The estimates of {list(self.curvature_biased)} were corrected for a "
+                f"curvature bias of over {CURVATURE_CORRECTED_LIMIT:g} standard error (the "
+                f"averaged iterate divided by k = {self.curvature_factor:.4g}: the iterates "
+                "spread widely around their average and the logistic score is curved). The "
+                "correction is approximate and its error grows with its size: the "
+                "intervals of these coefficients may be shifted. Raise the budget, use "
+                "fewer steps= or a smaller lr=.")
+        elif self.curvature_biased:
             out.append(
                 f"The averaged iterate of {list(self.curvature_biased)} carries a bias of "
                 f"over {CURVATURE_BIAS_LIMIT:g} standard error (the iterates spread widely "
@@ -296,14 +320,12 @@ def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
         plugin_too_long=tuple(too_long))
 
 
-def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
-    """Approximate bias of a logistic path's averaged iterate in standard errors (module
-    notes): ``(1 - 1/k) |theta_bar_j| / se_j`` with ``k = sqrt(1 + pi tr(G C) / 8)``.
+def curvature_factor(iterates, centre, G) -> float:
+    """``k = sqrt(1 + pi tr(G C) / 8)`` of a logistic path (module notes): the averaged
+    iterate is about ``k`` times the solution of the score equation.
 
     Parameters
     ----------
-    params : ndarray (p,)
-        The averaged iterate (user's coordinates).
     iterates : ndarray (K, p)
         The path's iterate snapshots in the engine's coordinates (the average of each
         step's bias is the average iterate's: the early, wider steps count).
@@ -311,28 +333,46 @@ def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
         The averaged iterate in the engine's coordinates.
     G : ndarray (p, p)
         The private second moment of the rows in the engine's coordinates.
-    plugin_se : ndarray (p,)
     """
     it = np.asarray(iterates, dtype=float)
     dev = it - np.asarray(centre, dtype=float)
     C = dev.T @ dev / max(it.shape[0], 1)
     spread = max(float(np.trace(np.asarray(G) @ C)), 0.0)
-    k = np.sqrt(1.0 + np.pi * spread / 8.0)
+    return float(np.sqrt(1.0 + np.pi * spread / 8.0))
+
+
+def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
+    """Approximate bias of a logistic path's averaged iterate in standard errors (module
+    notes): ``(1 - 1/k) |theta_bar_j| / se_j`` with ``k`` of :func:`curvature_factor`.
+
+    Parameters
+    ----------
+    params : ndarray (p,)
+        The averaged iterate (user's coordinates).
+    iterates, centre, G
+        As for :func:`curvature_factor`.
+    plugin_se : ndarray (p,)
+    """
+    k = curvature_factor(iterates, centre, G)
     return (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
 
 
 def with_curvature_bias(report: ConvergenceReport, names, params, iterates, centre, G,
-                        plugin_se) -> ConvergenceReport:
+                        plugin_se, *, corrected: bool = False) -> ConvergenceReport:
     """``report`` with the curvature-bias check of a logistic path added (module notes;
-    the arguments after ``names`` are those of :func:`curvature_bias`)."""
+    the arguments after ``names`` are those of :func:`curvature_bias`). ``corrected``:
+    the fit divides its averaged iterate by ``k`` (recorded as ``curvature_factor``), and
+    a coefficient is flagged when that correction exceeds
+    :data:`CURVATURE_CORRECTED_LIMIT` standard errors."""
     import dataclasses
 
     bias = curvature_bias(params, iterates, centre, G, plugin_se)
+    limit = CURVATURE_CORRECTED_LIMIT if corrected else CURVATURE_BIAS_LIMIT
     names = list(names)
     return dataclasses.replace(
         report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
-        curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True)
-                               if b > CURVATURE_BIAS_LIMIT))
+        curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True) if b > limit),
+        curvature_factor=curvature_factor(iterates, centre, G) if corrected else None)
 
 
 def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,

@@ -27,7 +27,8 @@ values they read.
 A run is stale when a default it recorded has another value now or is gone, or when a
 default was added after it (``ranges="auto"`` and ``SSP_FLOOR_SENSITIVITY`` each came
 as a new name and changed numbers), unless :data:`NEUTRAL` lists the new name with the
-reason its addition kept every earlier number. A run that records no defaults is
+reason its addition kept every earlier number (or :data:`NEUTRAL_EXCEPT` does, for every
+run but those it names). A run that records no defaults is
 stale: nothing shows it is current.
 """
 
@@ -43,8 +44,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_PREFIXES", "STUDY_RUNS",
-           "VALIDATION_RESULTS", "MANIFEST",
+__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT", "NEUTRAL_PREFIXES",
+           "STUDY_RUNS", "VALIDATION_RESULTS", "MANIFEST",
            "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
            "check_recorded_runs", "recorded_runs_page", "stamp_validation_results"]
 
@@ -91,6 +92,22 @@ NEUTRAL = {
                                     "note, it decides no number or warning",
     "privacy.ranges.MIN_TAIL_BINS": "when the long-tail note sees a tail; a note, it "
                                     "decides no number or warning",
+}
+#: Defaults added after some recorded runs that change the numbers of some runs only: the
+#: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
+#: ones listed (file names of recorded runs), which read it and so are stale for it.
+NEUTRAL_EXCEPT = {
+    "inference.diagnostics.CURVATURE_CORRECTED_LIMIT": (
+        "the curvature correction of logistic DP-SGD estimates (with the private "
+        "preconditioner, the default) and its flag: read by logistic DP-SGD fits only; "
+        "the runs listed have such fits",
+        ("budget_split.csv", "clustered_analysis.txt", "dpsgd_floor_check.csv",
+         "engines-families.csv", "engines-families-shortest.csv",
+         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
+         "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
+         "real_data.csv", "robustness.csv", "robustness-ranges.csv",
+         "statsmodels_datasets.csv", "textbook.csv", "textbook-default.csv",
+         "textbook-warnings.csv")),
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).
@@ -232,8 +249,17 @@ class StaleRunError(RuntimeError):
     """A recorded run that the docs quote is older than a change of its defaults."""
 
 
+def _neutral_for(name: str, run: str | None) -> bool:
+    """Whether a default added after a run leaves that run's numbers as they were."""
+    if name in NEUTRAL or name.startswith(tuple(NEUTRAL_PREFIXES)):
+        return True
+    if name in NEUTRAL_EXCEPT:
+        return run is None or Path(run).name not in NEUTRAL_EXCEPT[name][1]
+    return False
+
+
 def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
-             depends: Iterable[str] | None = None):
+             depends: Iterable[str] | None = None, run: str | None = None):
     if recorded is None:
         return None
     if depends is not None:  # only the defaults whose names start with one of these
@@ -243,13 +269,12 @@ def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
     changed = {name: (then, current.get(name)) for name, then in recorded.items()
                if current.get(name) != then}
     changed.update({name: (None, now) for name, now in current.items()
-                    if name not in recorded and name not in NEUTRAL
-                    and not name.startswith(tuple(NEUTRAL_PREFIXES))})
+                    if name not in recorded and not _neutral_for(name, run)})
     return dict(sorted(changed.items()))
 
 
 def _stale(path: str, command: str, recorded, current, depends=None) -> StaleRun | None:
-    changed = _compare(recorded, current, depends)
+    changed = _compare(recorded, current, depends, path)
     if changed is None:
         return StaleRun(path, command, {}, "records no defaults (it predates the record "
                         "or was never stamped): nothing shows it was produced under "

@@ -181,3 +181,21 @@ def test_an_acknowledged_stale_run_is_listed_not_failed_and_the_list_only_shrink
     (root / "docs/studies/results/s-run.json").write_text(json.dumps(record))
     with pytest.raises(sd.StaleRunError, match="remove them from 'acknowledged'"):
         sd.check_recorded_runs(root)
+
+
+def test_a_default_neutral_except_for_named_runs_makes_only_those_stale(tmp_path, current):
+    # NEUTRAL_EXCEPT: a default added later that changes the numbers of the runs it
+    # names (and only theirs): those are stale for it, every other run is not
+    name, (_, affected) = next(iter(sd.NEUTRAL_EXCEPT.items()))
+    recorded = {k: v for k, v in current.items() if k != name}
+    root = _repo(tmp_path, recorded, results=(affected[0], "unaffected.csv"))
+    sd.stamp_validation_results(root, [f"validation/results/{affected[0]}",
+                                       "validation/results/unaffected.csv"], "python x.py")
+    # the stamp records today's defaults: take the name out of the recorded fingerprint
+    manifest = json.loads((root / sd.MANIFEST).read_text())
+    for fingerprint in manifest["fingerprints"].values():
+        fingerprint.pop(name)
+    (root / sd.MANIFEST).write_text(json.dumps(manifest))
+    stale = sd.stale_runs(root, current)
+    assert [r.path for r in stale] == [f"validation/results/{affected[0]}"]
+    assert stale[0].changed == {name: (None, current[name])}
