@@ -423,3 +423,26 @@ def test_the_oracle_of_a_huber_fit_in_dollars_converges_without_bounds():
     dispatch.objective_terms(X, y, objective.weights, objective.family.code, objective.c,
                              objective.tau, res.params.to_numpy(), grad, hess)
     assert np.max(np.abs(grad / n)) < 1e-6 * np.max(np.abs(X.T @ y / n))
+
+
+def test_curvature_correction_needs_no_plugin_matrices_and_skips_clusters():
+    # k reads only the path and the private second moment: a split without the plug-in
+    # matrices is corrected too; clusters as the privacy unit are only checked (the
+    # correction was measured with rows as the unit)
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, _ = natural_units_design(
+        1000, 3, np.random.default_rng(0), family="logistic", errors="hetero")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = dpreg.dp_logit(formula, data, mu=1.0, bounds=bounds, ranges="declared",
+                             budget_split={"path": 0.95, "precondition": 0.05},
+                             random_state=0)
+        ratio = res.trajectory["average"][-1] / res.params.to_numpy()
+        assert np.allclose(ratio, ratio[0]) and ratio[0] > 1.1
+        assert any("divided by k" in note for note in res.notes)
+        data["person"] = np.arange(len(data)) // 5
+        res = dpreg.dp_logit(formula, data, mu=1.0, bounds=bounds, ranges="declared",
+                             groups="person", max_group_size=5, random_state=0)
+    np.testing.assert_allclose(res.trajectory["average"][-1], res.params.to_numpy())
+    assert res.convergence.curvature_factor is None

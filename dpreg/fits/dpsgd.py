@@ -39,7 +39,7 @@ from dpreg.fits.options import (
     plugin_split,
 )
 from dpreg.inference.base import StudentLaw
-from dpreg.inference.diagnostics import path_report, with_curvature_bias
+from dpreg.inference.diagnostics import curvature_factor, path_report, with_curvature_bias
 from dpreg.inference.methods import engine_methods
 from dpreg.inference.plugin import (
     covariance_replicates,
@@ -262,22 +262,26 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     report = path_report(design.exog_names, inferences, cond.params(out.params),
                          out.trajectory_steps, cond.params(out.trajectory_avg),
                          settings.steps, extras)
-    if report is not None and precond is not None \
-            and problem.objective.family.checks_curvature_bias:
+    curved = precond is not None and problem.objective.family.checks_curvature_bias
+    # the curvature correction (dpreg.inference.diagnostics, module notes), measured with
+    # rows as the privacy unit (validation/curvature_correction.py); with clusters the
+    # path is only checked (G there is scaled by the clusters' public bound)
+    correct = curved and problem.groups is None
+    if report is not None and curved:
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
-                                     inferences["plugin"].scale, corrected=True)
+                                     inferences["plugin"].scale, corrected=correct)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     estimate = out.params
-    if report is not None and report.curvature_factor is not None:
-        # the curvature correction (dpreg.inference.diagnostics, module notes): the
-        # averaged logistic iterate solves the score equation for about k theta_hat
-        estimate = out.params / report.curvature_factor
-        notes += (f"Estimates: the averaged iterate divided by k = "
-                  f"{report.curvature_factor:.4g}, the curvature correction of a logistic "
-                  "path (its iterates spread around their average and the score is "
-                  "curved; post-processing of the path and the private second moment); "
-                  "every interval moves with the estimate.",)
+    if correct:
+        # the averaged logistic iterate solves the score equation for about k theta_hat;
+        # k needs only the path and G, so fits without the plug-in matrices get it too
+        k = curvature_factor(out.trajectory_iter, out.params, np.linalg.inv(precond))
+        estimate = out.params / k
+        notes += (f"Estimates: the averaged iterate divided by k = {k:.4g}, the curvature "
+                  "correction of a logistic path (its iterates spread around their "
+                  "average and the score is curved; post-processing of the path and the "
+                  "private second moment); every interval moves with the estimate.",)
     if problem.groups is not None:
         notes += (cluster_note(opts.groups, opts.max_group_size, units,
                                f"a batch samples {pub.batch_size} of the G clusters and "

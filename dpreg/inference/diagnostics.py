@@ -249,13 +249,13 @@ class ConvergenceReport:
                            f"{FLOOR_RS_COVERAGE:g} in the textbook study). " + cure)
         if self.curvature_biased and self.curvature_factor is not None:
             out.append(
-                f"The estimates of {list(self.curvature_biased)} were corrected for a "
-                f"curvature bias of over {CURVATURE_CORRECTED_LIMIT:g} standard error (the "
-                f"averaged iterate divided by k = {self.curvature_factor:.4g}: the iterates "
-                "spread widely around their average and the logistic score is curved). The "
-                "correction is approximate and its error grows with its size: the "
-                "intervals of these coefficients may be shifted. Raise the budget, use "
-                "fewer steps= or a smaller lr=.")
+                f"The curvature correction (every estimate is the averaged iterate divided "
+                f"by k = {self.curvature_factor:.4g}: the iterates spread widely around "
+                "their average and the logistic score is curved) moved "
+                f"{list(self.curvature_biased)} by over {CURVATURE_CORRECTED_LIMIT:g} "
+                "standard error. The correction is approximate and its error grows with "
+                "its size: the intervals of these coefficients may be shifted. Raise the "
+                "budget, use fewer steps= or a smaller lr=.")
         elif self.curvature_biased:
             out.append(
                 f"The averaged iterate of {list(self.curvature_biased)} carries a bias of "
