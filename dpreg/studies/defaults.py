@@ -99,9 +99,9 @@ NEUTRAL = {
 NEUTRAL_EXCEPT = {
     "inference.diagnostics.CURVATURE_CORRECTED_LIMIT": (
         "the curvature correction of logistic DP-SGD estimates (with the private "
-        "preconditioner, the default) and its flag: read by logistic DP-SGD fits only; "
-        "the runs listed have such fits",
-        ("budget_split.csv", "clustered_analysis.txt", "dpsgd_floor_check.csv",
+        "preconditioner, the default; rows as the privacy unit) and its flag: read by "
+        "those fits only; the runs listed have such fits",
+        ("budget_split.csv", "dpsgd_floor_check.csv",
          "engines-families.csv", "engines-families-shortest.csv",
          "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
          "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
