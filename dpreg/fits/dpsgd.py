@@ -267,16 +267,17 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     # rows as the privacy unit (validation/curvature_correction.py); with clusters the
     # path is only checked (G there is scaled by the clusters' public bound)
     correct = curved and problem.groups is None
+    # the averaged logistic iterate solves the score equation for about k theta_hat;
+    # k needs only the path and G, so fits without the plug-in matrices get it too
+    k = (curvature_factor(out.trajectory_iter, out.params, np.linalg.inv(precond))
+         if correct else None)
     if report is not None and curved:
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
-                                     inferences["plugin"].scale, corrected=correct)
+                                     inferences["plugin"].scale, factor=k)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     estimate = out.params
-    if correct:
-        # the averaged logistic iterate solves the score equation for about k theta_hat;
-        # k needs only the path and G, so fits without the plug-in matrices get it too
-        k = curvature_factor(out.trajectory_iter, out.params, np.linalg.inv(precond))
+    if k is not None:
         estimate = out.params / k
         notes += (f"Estimates: the averaged iterate divided by k = {k:.4g}, the curvature "
                   "correction of a logistic path (its iterates spread around their "

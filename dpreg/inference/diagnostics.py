@@ -358,21 +358,22 @@ def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
 
 
 def with_curvature_bias(report: ConvergenceReport, names, params, iterates, centre, G,
-                        plugin_se, *, corrected: bool = False) -> ConvergenceReport:
+                        plugin_se, *, factor: float | None = None) -> ConvergenceReport:
     """``report`` with the curvature-bias check of a logistic path added (module notes;
-    the arguments after ``names`` are those of :func:`curvature_bias`). ``corrected``:
-    the fit divides its averaged iterate by ``k`` (recorded as ``curvature_factor``), and
-    a coefficient is flagged when that correction exceeds
+    the arguments after ``names`` are those of :func:`curvature_bias`). ``factor``: the
+    ``k`` (:func:`curvature_factor`) the fit divided its averaged iterate by, recorded
+    as ``curvature_factor``; a coefficient is then flagged when that correction exceeds
     :data:`CURVATURE_CORRECTED_LIMIT` standard errors."""
     import dataclasses
 
-    bias = curvature_bias(params, iterates, centre, G, plugin_se)
-    limit = CURVATURE_CORRECTED_LIMIT if corrected else CURVATURE_BIAS_LIMIT
+    k = curvature_factor(iterates, centre, G) if factor is None else float(factor)
+    bias = (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
+    limit = CURVATURE_BIAS_LIMIT if factor is None else CURVATURE_CORRECTED_LIMIT
     names = list(names)
     return dataclasses.replace(
         report, curvature_bias=dict(zip(names, bias.tolist(), strict=True)),
         curvature_biased=tuple(nm for nm, b in zip(names, bias, strict=True) if b > limit),
-        curvature_factor=curvature_factor(iterates, centre, G) if corrected else None)
+        curvature_factor=factor)
 
 
 def ratio_false_alarm(limit: float = RATIO_LIMIT, *, draws: int = 200_000,
