@@ -19,6 +19,7 @@ from dpreg.design.conditioning import default_conditioning
 from dpreg.design.formula import build_design
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.inference.diagnostics import (
+    FLOOR_RS_RATIO,
     RATIO_LIMIT,
     ConvergenceReport,
     check_path,
@@ -188,6 +189,19 @@ def test_unconverged_fit_warns_and_says_so_in_the_summary():
     assert "WARNING" in res.summary().as_text()
 
 
+@pytest.mark.parametrize("seed", [7, 9])
+def test_a_stuck_path_still_warns_under_the_floor_gate(seed):
+    # the same stuck path: every coefficient is floor-sensitive, and in these fits random
+    # scaling finds no plug-in short (the gate passes them all); the plug-in over 2.5
+    # times random scaling still warns. Its estimates are tens of s.e. off.
+    data = natural_units(2000, seed)
+    with pytest.warns(ConvergenceWarning, match="over 2.5 times the random-scaling"):
+        res = dpreg.dp_ols(FORMULA, data, mu=5, bounds=_bounds(), condition="none",
+                           ranges="declared", random_state=seed, engine="dpsgd")
+    assert res.convergence.plugin_too_long and not res.convergence.floor_decided
+    assert min(res.convergence.floor_change.values()) > 0.2
+
+
 def test_too_few_steps_warns():
     data = natural_units(2000, 7)
     with pytest.warns(ConvergenceWarning):
@@ -327,6 +341,23 @@ def test_check_path_flags_what_it_should():
     assert rep.halves_z["c"] == pytest.approx(5.0)
     assert not check_path(names, plugin_se=se, rs_scale=se * 0.4, rs_critical=c,
                           plugin_critical=z).unconverged
+
+
+def test_floor_check_flags_only_a_plugin_that_random_scaling_finds_short():
+    # the floor moves every s.e. by 50%; random scaling finds b's plug-in longer than
+    # itself (ratio 0.9: the Hessian's noise made it long, not the floor short) and c's
+    # shorter (ratio 1.5): only c is flagged
+    names = ["a", "b", "c"]
+    se = np.array([1.0, 1.0, 1.0])
+    z, c = 1.96, 6.747
+    ratios = np.array([1.5, 0.9, 1.5])
+    rep = check_path(names, plugin_se=se, rs_scale=se * ratios * z / c, rs_critical=c,
+                     plugin_critical=z, floor_se=se * np.array([1.0, 1.5, 1.5]))
+    assert rep.floor_decided == ("c",)
+    assert rep.floor_change == pytest.approx({"a": 0.0, "b": 0.5, "c": 0.5})
+    assert rep.length_ratio["b"] == pytest.approx(0.9)
+    # the gate sits at the ratio's median at convergence
+    assert FLOOR_RS_RATIO > 1.0 and 0.4 < ratio_false_alarm(FLOOR_RS_RATIO) < 0.6
 
 
 def test_floor_message_says_which_inference_is_the_default_and_recommends_none():
