@@ -28,7 +28,8 @@ A run is stale when a default it recorded has another value now or is gone, or w
 default was added after it (``ranges="auto"`` and ``SSP_FLOOR_SENSITIVITY`` each came
 as a new name and changed numbers), unless :data:`NEUTRAL` lists the new name with the
 reason its addition kept every earlier number (or :data:`NEUTRAL_EXCEPT` does, for every
-run but those it names). A run that records no defaults is
+run but those it names). A constant that only a message quotes (:data:`QUOTED`) never
+makes a run stale. A run that records no defaults is
 stale: nothing shows it is current.
 """
 
@@ -44,7 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT", "NEUTRAL_PREFIXES",
+__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT", "NEUTRAL_PREFIXES", "QUOTED",
            "STUDY_RUNS", "VALIDATION_RESULTS", "MANIFEST",
            "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
            "check_recorded_runs", "recorded_runs_page", "stamp_validation_results"]
@@ -84,14 +85,19 @@ NEUTRAL = {
     "ssp.groups": "None: rows stay the privacy unit, as before clusters",
     "ssp.max_group_size": "None: only used with groups=",
     "ssp.absorb": "None: no fixed effects absorbed, as before absorb=",
-    "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that a warning's text "
-                                               "quotes; it decides no fit or warning",
     "privacy.ranges.SKEWED_TAIL": "when the summary notes a long-tailed outcome; a note, "
                                   "it decides no number or warning",
     "privacy.ranges.TAIL_RESOLVED": "when the long-tail note reads the tail quantiles; a "
                                     "note, it decides no number or warning",
     "privacy.ranges.MIN_TAIL_BINS": "when the long-tail note sees a tail; a note, it "
                                     "decides no number or warning",
+}
+#: Constants that only a message's text quotes (a measured number, remeasured as the
+#: package changes): neither their addition nor a new value makes a run stale, since they
+#: decide no fit, number or warning.
+QUOTED = {
+    "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that the floor "
+                                               "warning's text quotes",
 }
 #: Defaults added after some recorded runs that change the numbers of some runs only: the
 #: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
@@ -108,6 +114,25 @@ NEUTRAL_EXCEPT = {
          "real_data.csv", "robustness.csv", "robustness-ranges.csv",
          "statsmodels_datasets.csv", "textbook.csv", "textbook-default.csv",
          "textbook-warnings.csv")),
+    "inference.diagnostics.FLOOR_RS_RATIO": (
+        "the gate of DP-SGD's eigenvalue-floor check (a floor-sensitive coefficient is "
+        "flagged only when random scaling finds its plug-in short): it changes which "
+        "DP-SGD fits warn and which switch their default interval to random scaling, and "
+        "nothing else (every release, estimate and method's interval is the same); the "
+        "runs listed report DP-SGD fits' warnings or default intervals",
+        ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
+         "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
+         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
+         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
+         "engines-ranges-shortest.csv", "engines-families.csv",
+         "engines-families-shortest.csv", "engines_real_data.txt",
+         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
+         "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
+         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
+         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
+         "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_median_clip.txt",
+         "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
+         "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")),
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).
@@ -251,7 +276,7 @@ class StaleRunError(RuntimeError):
 
 def _neutral_for(name: str, run: str | None) -> bool:
     """Whether a default added after a run leaves that run's numbers as they were."""
-    if name in NEUTRAL or name.startswith(tuple(NEUTRAL_PREFIXES)):
+    if name in NEUTRAL or name in QUOTED or name.startswith(tuple(NEUTRAL_PREFIXES)):
         return True
     if name in NEUTRAL_EXCEPT:
         return run is None or Path(run).name not in NEUTRAL_EXCEPT[name][1]
@@ -267,7 +292,7 @@ def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
         recorded = {k: v for k, v in recorded.items() if k.startswith(prefixes)}
         current = {k: v for k, v in current.items() if k.startswith(prefixes)}
     changed = {name: (then, current.get(name)) for name, then in recorded.items()
-               if current.get(name) != then}
+               if current.get(name) != then and name not in QUOTED}
     changed.update({name: (None, now) for name, now in current.items()
                     if name not in recorded and not _neutral_for(name, run)})
     return dict(sorted(changed.items()))

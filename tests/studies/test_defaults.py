@@ -199,3 +199,16 @@ def test_a_default_neutral_except_for_named_runs_makes_only_those_stale(tmp_path
     stale = sd.stale_runs(root, current)
     assert [r.path for r in stale] == [f"validation/results/{affected[0]}"]
     assert stale[0].changed == {name: (None, current[name])}
+
+
+def test_a_quoted_constant_never_makes_a_run_stale(tmp_path, current):
+    # QUOTED: a measured number a message's text quotes; remeasuring it (a new value) or
+    # adding it decides no number, so no run is stale for it, while any other constant's
+    # new value still is
+    (name,) = [n for n in sd.QUOTED if n in current]
+    root = _repo(tmp_path, dict(current), results=())
+    assert sd.stale_runs(root, dict(current, **{name: "0.5"})) == []
+    assert sd.stale_runs(_repo(tmp_path / "b", {k: v for k, v in current.items()
+                                                if k != name}, results=()), current) == []
+    (stale,) = sd.stale_runs(root, dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"}))
+    assert list(stale.changed) == ["privacy.ranges.DEFAULT_BINS"]
