@@ -3,7 +3,7 @@
 The check: a coefficient's plug-in standard error is *decided by the floor* when it
 changes by more than ``FLOOR_SENSITIVITY`` (0.2, :mod:`dpreg.inference.diagnostics`)
 when the floor of the private Hessian's eigenvalues doubles, and its random-scaling
-interval is more than ``FLOOR_RS_RATIO`` (1.2) times as long as its plug-in interval
+interval is more than ``FLOOR_RS_RATIO`` (1.1) times as long as its plug-in interval
 (the gate: a plug-in that the Hessian's noise made long, not the floor short, stays
 below it); the fit then warns, names the coefficient, and (without ``cov_type=``)
 switches its default interval to random scaling. On textbook cells

@@ -39,14 +39,15 @@ prototype is **not adopted**.
   the non-private length. Columns that fill a small part of their box (children under
   6 in [0, 10], income in [0, 200]) give the Hessian eigenvalues under its noise; the
   floor then shrinks those directions, biasing each step, and the plug-in (which
-  counts only the last gradient's noise) cannot see it. DP-SGD warns in 64-100% of its
+  counts only the last gradient's noise) cannot see it. DP-SGD warns in 44-100% of its
   fits there (its unwarned coverage is what the package reports).
 * In each column's own range (not private: the best case for any learned ranges) it
   matches DP-SGD where the privacy noise is small: n = 10,000, mu = 5, coverage
   0.947-0.950 at 1.00-1.01 times the non-private length against DP-SGD's 0.940-0.950 at
   1.03-1.09, about 50 times faster (0.01 s against 0.5 s). At n = 2,000 or mu = 1 it
-  undercovers (0.44-0.92, lengths 0.60-1.13) while DP-SGD covers 0.92-0.97 (0.84-0.95
-  before its curvature correction of logistic estimates).
+  undercovers (0.44-0.92, lengths 0.60-1.13) while DP-SGD covers 0.92-0.99 (0.84-0.95
+  before its curvature correction of logistic estimates; rerun under its floor check's
+  gate).
 * What an engine would need: the Hessian noise's delta-method variance and the earlier
   steps' errors in the interval (as SSP's plug-in does for its Gram matrix), a floor
   chosen by that calibration, privately learned ranges, and a budget split studied on
