@@ -370,6 +370,7 @@ def test_floor_message_says_which_inference_is_the_default_and_recommends_none()
     (kept,) = rep.messages("DP-SGD")
     assert "the default" not in kept and "conf_int(method='rs')" not in kept
     assert "not reliable either" in kept and "0.808" in kept
+    assert "random scaling finds them too short (its intervals over 1.1 times" in kept
     (switched,) = replace(rep, default_switched=True).messages("DP-SGD")
     assert "default inference is therefore random scaling" in switched
     assert "not reliable either" in switched and "path checks passed" not in switched

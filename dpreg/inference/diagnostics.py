@@ -241,7 +241,8 @@ class ConvergenceReport:
         if self.floor_decided:
             head = (f"The plug-in standard errors of {list(self.floor_decided)} are set by "
                     "the eigenvalue floor of the private Hessian (its noise is comparable "
-                    "to its small eigenvalues), not by the data")
+                    "to its small eigenvalues), not by the data, and random scaling finds "
+                    f"them too short (its intervals over {FLOOR_RS_RATIO:g} times theirs)")
             # no interval is recommended: where this check fires with the path checks
             # passing, random scaling is less wrong than the plug-in but not reliable
             # (textbook study, DP-SGD, 4,606 such fits: the flagged coefficients' RS
