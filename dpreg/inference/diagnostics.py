@@ -363,7 +363,8 @@ def curvature_factor(iterates, centre, G) -> float:
     return float(np.sqrt(1.0 + np.pi * spread / 8.0))
 
 
-def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
+def curvature_bias(params, iterates, centre, G, plugin_se, *,
+                   factor: float | None = None) -> np.ndarray:
     """Approximate bias of a logistic path's averaged iterate in standard errors (module
     notes): ``(1 - 1/k) |theta_bar_j| / se_j`` with ``k`` of :func:`curvature_factor`.
 
@@ -374,8 +375,11 @@ def curvature_bias(params, iterates, centre, G, plugin_se) -> np.ndarray:
     iterates, centre, G
         As for :func:`curvature_factor`.
     plugin_se : ndarray (p,)
+    factor : float, optional
+        ``k`` when the caller has it already (then ``iterates``, ``centre`` and ``G``
+        are not read).
     """
-    k = curvature_factor(iterates, centre, G)
+    k = curvature_factor(iterates, centre, G) if factor is None else float(factor)
     return (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
 
 
@@ -388,8 +392,7 @@ def with_curvature_bias(report: ConvergenceReport, names, params, iterates, cent
     :data:`CURVATURE_CORRECTED_LIMIT` standard errors."""
     import dataclasses
 
-    k = curvature_factor(iterates, centre, G) if factor is None else float(factor)
-    bias = (1.0 - 1.0 / k) * np.abs(np.asarray(params)) / np.asarray(plugin_se)
+    bias = curvature_bias(params, iterates, centre, G, plugin_se, factor=factor)
     limit = CURVATURE_BIAS_LIMIT if factor is None else CURVATURE_CORRECTED_LIMIT
     names = list(names)
     return dataclasses.replace(
