@@ -343,6 +343,55 @@ def test_check_path_flags_what_it_should():
                           plugin_critical=z).unconverged
 
 
+def test_a_long_plugin_is_a_note_at_the_default_step_rule():
+    names = ["a", "b", "c"]
+    se = np.array([1.0, 1.0, 1.0])
+    z, c = 1.96, 6.747
+    rs = se * np.array([0.4, 3.0, 0.02])  # ratios 1.4, 10, 0.07
+    rep = check_path(names, plugin_se=se, rs_scale=rs, rs_critical=c, plugin_critical=z,
+                     step_rule=True)
+    # the long plug-in moves to the notes; an unconverged path still warns
+    assert rep.plugin_long == ("c",) and rep.plugin_too_long == ()
+    assert rep.unconverged == ("b",) and not rep.ok
+    assert ["'c'" in line and "stay the default" in line for line in rep.notes] == [True]
+    assert not any("'c'" in m for m in rep.messages())
+    quiet = check_path(["c"], plugin_se=se[:1], rs_scale=rs[2:], rs_critical=c,
+                       plugin_critical=z, step_rule=True)
+    assert quiet.ok and quiet.plugin_long == ("c",)
+    assert check_path(["c"], plugin_se=se[:1], rs_scale=rs[2:], rs_critical=c,
+                      plugin_critical=z).notes == ()
+
+
+def test_the_default_step_rule_is_every_path_option_at_its_default():
+    from dpreg.fits.dpsgd import STEP_OPTIONS, DPSGDOptions, default_step_rule
+
+    assert default_step_rule(DPSGDOptions(mu=1.0))
+    assert default_step_rule(DPSGDOptions(mu=1.0, lr_decay=0.501, cov_type="rs"))
+    for name, value in (("lr", 0.5), ("lr_decay", 0.6), ("steps", 1000), ("batch_size", 4),
+                        ("clip", 1.0), ("x_bound", 3.0), ("start_params", [0.0, 0.0])):
+        assert name in STEP_OPTIONS
+        assert not default_step_rule(DPSGDOptions(mu=1.0, **{name: value}))
+
+
+def test_a_long_plugin_at_the_defaults_notes_and_with_a_chosen_step_warns():
+    # the approval logit (10% ones), n = 2,000, mu = 5: the private Hessian's noise makes
+    # educ's plug-in over 2.5 times random scaling's (validation/plugin_long_note.py:
+    # there the plug-in intervals cover); at the defaults that is a note
+    from dpreg.studies.textbook import fit_design
+
+    fit = fit_design("approval", 2000, np.random.default_rng(1000), mu=5, random_state=7)
+    report = fit.res.convergence
+    assert report.plugin_long == ("educ",) and not report.plugin_too_long
+    assert not fit.messages and fit.res.cov_type == "plugin"
+    text = fit.res.summary().as_text()
+    assert "Plug-in: the intervals of ['educ']" in text and "WARNING" not in text
+    # the same fit with the step chosen by the user (any value) warns instead
+    chosen = fit_design("approval", 2000, np.random.default_rng(1000), mu=5, random_state=7,
+                        lr=float(fit.res.settings["lr"]))
+    assert chosen.res.convergence.plugin_too_long == ("educ",)
+    assert any("over 2.5 times the random-scaling" in m for m in chosen.messages)
+
+
 def test_floor_check_flags_only_a_plugin_that_random_scaling_finds_short():
     # the floor moves every s.e. by 50%; random scaling finds b's plug-in longer than
     # itself (ratio 0.9: the Hessian's noise made it long, not the floor short) and c's

@@ -196,6 +196,23 @@ def events_builder(problem: Problem, opts: DPSGDOptions):
     return _plan(problem, opts)[-1]
 
 
+#: The options that set DP-SGD's path: left at their defaults (with the private
+#: preconditioner), the step is the default rule's (:func:`default_step_rule`).
+STEP_OPTIONS = ("lr", "lr_decay", "steps", "batch_size", "clip", "x_bound", "start_params")
+
+
+def default_step_rule(opts: DPSGDOptions) -> bool:
+    """Whether every option of :data:`STEP_OPTIONS` is at its default: the path then
+    takes the step the package sets for the preconditioned curvature's public bound, from
+    the public start (:func:`dpreg.inference.diagnostics.check_path`, ``step_rule``)."""
+    defaults = {f.name: f.default for f in dataclasses.fields(DPSGDOptions)}
+    for name in STEP_OPTIONS:
+        value, default = getattr(opts, name), defaults[name]
+        if (value is not None) if default is None else (value != default):
+            return False
+    return True
+
+
 def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
               given=frozenset()) -> DPRegressionResults:
     """Fit by DP-SGD with plug-in and random-scaling inference.
@@ -261,7 +278,8 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                           rng_matrix, cond, **clusters)
     report = path_report(design.exog_names, inferences, cond.params(out.params),
                          out.trajectory_steps, cond.params(out.trajectory_avg),
-                         settings.steps, extras)
+                         settings.steps, extras,
+                         step_rule=precond is not None and default_step_rule(opts))
     curved = precond is not None and problem.objective.family.checks_curvature_bias
     # the curvature correction (dpreg.inference.diagnostics, module notes), measured with
     # rows as the privacy unit (validation/curvature_correction.py); with clusters the
@@ -276,6 +294,8 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
                                      inferences["plugin"].scale, factor=k)
     notes: tuple[str, ...] = adjacency_notes(ledger)
+    if report is not None:
+        notes += report.notes
     estimate = out.params
     if k is not None:
         estimate = out.params / k

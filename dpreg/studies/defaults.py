@@ -55,7 +55,7 @@ __all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT", "NEUTRAL_PREF
 CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.fits.options": ("DEFAULT_BUDGET_SPLIT",),
     "dpreg.fits.common": ("RANGES_STREAM",),
-    "dpreg.fits.dpsgd": ("PRECONDITIONED_SPLIT",),
+    "dpreg.fits.dpsgd": ("PRECONDITIONED_SPLIT", "STEP_OPTIONS"),
     "dpreg.fits.dpgd": ("PRECONDITIONED_GD_SPLIT", "CURVED_GD_STEP"),
     "dpreg.fits.ldp_sgd": ("LDP_PLUGIN_SPLIT", "LINEAR_LDP_LR", "BOXED_LDP_LR",
                            "MIXING_SHARE"),
@@ -98,6 +98,8 @@ NEUTRAL = {
 QUOTED = {
     "inference.diagnostics.FLOOR_RS_COVERAGE": "a measured coverage that the floor "
                                                "warning's text quotes",
+    "inference.diagnostics.PLUGIN_LONG_COVERAGE": "a measured coverage that the long "
+                                                  "plug-in's note quotes",
 }
 #: Defaults added after some recorded runs that change the numbers of some runs only: the
 #: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
@@ -120,6 +122,25 @@ NEUTRAL_EXCEPT = {
         "DP-SGD fits warn and which switch their default interval to random scaling, and "
         "nothing else (every release, estimate and method's interval is the same); the "
         "runs listed report DP-SGD fits' warnings or default intervals",
+        ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
+         "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
+         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
+         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
+         "engines-ranges-shortest.csv", "engines-families.csv",
+         "engines-families-shortest.csv", "engines_real_data.txt",
+         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
+         "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
+         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
+         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
+         "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_median_clip.txt",
+         "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
+         "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")),
+    "fits.dpsgd.STEP_OPTIONS": (
+        "the options whose defaults make a DP-SGD fit's plug-in over 2.5 times random "
+        "scaling's a note instead of a warning (the default step rule on the private "
+        "preconditioner): it changes which DP-SGD fits warn and nothing else (every "
+        "release, estimate, default interval and method's interval is the same); the runs "
+        "listed report DP-SGD fits' warnings",
         ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
          "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
          "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",

@@ -13,6 +13,8 @@ design             model
 ``participation``  labour-force participation (about 30% ones) on age and its square,
                    schooling, young children and other income in $1,000 (logit)
 ``approval``       the same index shifted to about 10% ones (logit)
+``rare_approval``  shifted further, to about 3% ones (logit; not in the study's grid: the
+                   validation of the long plug-in's note, ``validation/plugin_long_note.py``)
 ``wage_t3``        the wage equation with Student-t(3) errors, fitted by Huber regression
                    and by the 0.5-expectile (both target the linear coefficients: the
                    errors are symmetric)
@@ -116,6 +118,7 @@ DESIGNS = {
     "fertility": ("linear", _fertility),
     "participation": ("logistic", lambda rng, n: _participation(rng, n, -5.4)),
     "approval": ("logistic", lambda rng, n: _participation(rng, n, -6.9)),
+    "rare_approval": ("logistic", lambda rng, n: _participation(rng, n, -8.0)),
     "wage_t3": ("huber", lambda rng, n: _wage(rng, n, "t3")),
 }
 

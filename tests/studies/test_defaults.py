@@ -205,10 +205,13 @@ def test_a_quoted_constant_never_makes_a_run_stale(tmp_path, current):
     # QUOTED: a measured number a message's text quotes; remeasuring it (a new value) or
     # adding it decides no number, so no run is stale for it, while any other constant's
     # new value still is
-    (name,) = [n for n in sd.QUOTED if n in current]
+    names = [n for n in sd.QUOTED if n in current]
+    assert len(names) == len(sd.QUOTED) >= 2
     root = _repo(tmp_path, dict(current), results=())
-    assert sd.stale_runs(root, dict(current, **{name: "0.5"})) == []
-    assert sd.stale_runs(_repo(tmp_path / "b", {k: v for k, v in current.items()
-                                                if k != name}, results=()), current) == []
+    for k, name in enumerate(names):
+        assert sd.stale_runs(root, dict(current, **{name: "0.5"})) == []
+        assert sd.stale_runs(_repo(tmp_path / f"b{k}", {k: v for k, v in current.items()
+                                                        if k != name}, results=()),
+                             current) == []
     (stale,) = sd.stale_runs(root, dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"}))
     assert list(stale.changed) == ["privacy.ranges.DEFAULT_BINS"]
