@@ -18,9 +18,9 @@ Three checks, each computed from what the fit has already released:
   direction, the step set for the preconditioned curvature's public bound; where its
   ratio fell below 0.4 the plug-in intervals covered :data:`PLUGIN_LONG_COVERAGE`
   (random scaling's were the short ones), so there the finding is a note
-  (``plugin_long``) and the plug-in stays the default. With a step, schedule, start, clip or conditioning the
-  user chose, a path that barely moved cannot be ruled out and the finding warns
-  (``plugin_too_long``).
+  (``plugin_long``) and the plug-in stays the default. With a step, schedule, start,
+  clip or conditioning the user chose, a path that barely moved cannot be ruled out and
+  the finding warns (``plugin_too_long``).
 * **Halves.** The averages of the first and second half of the path estimate the same
   point; their difference has variance about ``4 W_jj / T`` (``W`` the per-step
   long-run covariance of the path, from the private plug-in), so ``|z| > 4`` flags a
