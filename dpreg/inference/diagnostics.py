@@ -323,10 +323,10 @@ class ConvergenceReport:
             return ()
         return (f"Plug-in: the intervals of {list(self.plugin_long)} are over "
                 f"{1 / RATIO_LOWER:g} times the random-scaling ones. At the default step "
-                "rule the private Hessian's noise makes the plug-in long, not a path that "
-                "barely moved: such plug-in intervals covered "
-                f"{PLUGIN_LONG_COVERAGE:g} in the validation study (conservative; random "
-                "scaling's covered less), so they stay the default.",)
+                "rule that is the private Hessian's noise making the plug-in long, not a "
+                "path that barely moved: where it happened in the validation study the "
+                f"plug-in intervals covered {PLUGIN_LONG_COVERAGE:g} (conservative) and "
+                "random scaling's less, so it is a note, not a warning.",)
 
 
 def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
