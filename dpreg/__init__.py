@@ -24,6 +24,7 @@ from dpreg.exceptions import (
 from dpreg.frontend.api import dp_expectile, dp_huber, dp_iv2sls, dp_logit, dp_ols, oracle
 from dpreg.frontend.model import DPRegression
 from dpreg.frontend.stream import LDPStream
+from dpreg.privacy.scale_box import ScaleBox
 from dpreg.results import DPRegressionResults, summary_col
 from dpreg.results.io import load, load_pickle
 
@@ -32,7 +33,7 @@ __version__ = "0.2.0"
 __all__ = [
     "dp_ols", "dp_huber", "dp_expectile", "dp_logit", "dp_iv2sls", "DPRegression",
     "DPRegressionResults",
-    "LDPStream", "oracle", "summary_col", "datasets",
+    "LDPStream", "ScaleBox", "oracle", "summary_col", "datasets",
     "privacy", "DPRegError", "DataError", "FormulaError", "OptionError",
     "BudgetExceededError", "DatasetNotFoundError", "ConvergenceError", "PrivacyLeakError",
     "PrivacyLeakWarning", "ConvergenceWarning", "PrivateStatisticError", "load", "load_pickle",

@@ -38,7 +38,7 @@ def test_sensitivity_whole_grid(cell):
 
 def test_the_grid_covers_every_option_value():
     cells = grid_cells()
-    assert len(cells) == len(set(cells)) == 588
+    assert len(cells) == len(set(cells)) == 690  # 588 before the scale boxes (form "scale")
     for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp"},
                                 {"uniform", "poisson", "clusters", None},
                                 {"linear", "huber", "expectile", "logistic"},
@@ -130,7 +130,8 @@ def test_the_path_audit_finds_a_kernel_that_clips_looser_than_the_ledger(monkeyp
 
 
 RANGES_SAMPLE = [("dpsgd", "poisson", "linear", None, "private", "square"),
-                 ("ssp", None, "linear", None, "private", "categorical")]
+                 ("ssp", None, "linear", None, "private", "categorical"),
+                 ("dpsgd", "uniform", "linear", None, "private", "scale")]
 
 
 @pytest.mark.parametrize("cell", RANGES_SAMPLE, ids=lambda c: "-".join(map(str, c)))

@@ -29,7 +29,8 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 from dpreg.families import get_family
-from dpreg.privacy.ranges import DEFAULT_BINS, RANGES_EVENT, column_histogram, grid_edges
+from dpreg.privacy.ranges import DEFAULT_BINS, RANGES_EVENT, column_edges, column_histogram
+from dpreg.privacy.scale_box import ScaleBox
 
 __all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "ranges_cells", "audit_cell",
            "GRID_SAMPLE"]
@@ -303,7 +304,7 @@ def _range_histograms(model, cond, pub, thetas, names, opts):
     functions, concatenated over the columns."""
     columns = model.range_columns()
     return {RANGES_EVENT: [np.concatenate(
-        [column_histogram(values, grid_edges(*box, DEFAULT_BINS))
+        [column_histogram(values, column_edges(box, DEFAULT_BINS))
          for values, box in columns.values()])]}
 
 
@@ -396,6 +397,10 @@ GRID_FORMS = {
     "categorical": ("y ~ age + C(g)", {"y": (0.5, 20), "age": (16, 100)}),
     "response": ("np.log(y) ~ age + educ", {"y": (0.5, 20), "age": (16, 100),
                                             "educ": (0, 25)}),
+    # boxes known by their scale: the same boxes, the ranges' histograms on
+    # powers-of-two grids (dpreg.ScaleBox)
+    "scale": ("y ~ age + I(age ** 2) + educ", {"y": ScaleBox(0.5, 20, unit=0.25),
+                                               "age": ScaleBox(16, 100), "educ": (0, 25)}),
 }
 #: ``"clusters"``: clusters as the privacy unit (``groups=``, ``max_group_size=``; DP-SGD
 #: samples whole clusters uniformly), the neighbour replacing one whole cluster.
@@ -409,7 +414,7 @@ def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
     LDP-SGD, SSP, and DP-SGD and SSP with clusters as the privacy unit), the four
-    families, Mallows weights or none, the three conditionings and the six bounds forms
+    families, Mallows weights or none, the three conditionings and the seven bounds forms
     of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
     transform; SSP fits the linear family without weights.
@@ -449,6 +454,8 @@ GRID_SAMPLE = [
     ("ssp", None, "linear", None, "none", "interaction"),
     ("ssp", None, "linear", None, "bounds", "response"),
     ("dpsgd", "uniform", "huber", "mallows", "private", "square"),
+    ("ssp", None, "linear", None, "private", "scale"),
+    ("ldp_sgd", None, "linear", None, "bounds", "scale"),
     ("ssp", None, "linear", None, "bounds", "square"),
     ("dpsgd", "clusters", "logistic", None, "private", "categorical"),
     ("dpsgd", "clusters", "huber", "mallows", "none", "main"),

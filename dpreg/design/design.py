@@ -23,6 +23,7 @@ import pandas as pd
 
 from dpreg._checks import one_of
 from dpreg.exceptions import DataError, OptionError
+from dpreg.privacy.scale_box import ScaleBox
 
 __all__ = ["Design", "design_from_arrays", "check_bounds", "check_identified", "design_notes",
            "MISSING_POLICIES", "BOUND_LIMIT", "INTERCEPT_NAMES"]
@@ -155,7 +156,9 @@ class Design:
 
 
 def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, float]]:
-    """Validate a ``bounds`` mapping ``{variable: (lower, upper)}``."""
+    """Validate a ``bounds`` mapping ``{variable: (lower, upper)}``; a
+    :class:`~dpreg.privacy.scale_box.ScaleBox` is kept as given (it is its box, with a
+    geometric grid for the private ranges)."""
     if bounds is None:
         return {}
     if not isinstance(bounds, Mapping):
@@ -175,7 +178,7 @@ def check_bounds(bounds: Mapping[str, Any] | None) -> dict[str, tuple[float, flo
                               "magnitude: sensitivities are products of bounds, squared, and "
                               "would not be representable in float64; rescale the variable "
                               "(e.g. to thousands or millions)")
-        out[str(key)] = (lo, hi)
+        out[str(key)] = value if isinstance(value, ScaleBox) else (lo, hi)
     return out
 
 

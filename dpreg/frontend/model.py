@@ -148,6 +148,9 @@ class DPRegression:
         Public bounds ``{column: (lower, upper)}`` of the outcome and covariates. They are
         enforced by clipping. Bounds may never be read off the data: where one is
         missing a :class:`~dpreg.exceptions.PrivacyLeakWarning` says what default is used.
+        Where only a column's scale is known (a dollar amount under a billion), declare
+        :class:`dpreg.ScaleBox` ``(lower, upper)``: the same box, whose private range
+        (``ranges="auto"``) is learned on a powers-of-two grid.
     intercept : int, optional
         Index of the column of ``exog`` that is the intercept (named ``const``). A
         DataFrame column named ``const`` counts too; values never decide it.
@@ -645,13 +648,19 @@ class DPRegression:
         res = engine.fit(problem, opts, request, given)
         settings = res.settings.with_setting("ranges",
                                              "learned privately: " + release.describe())
+        scale = list(release.scale_grids)
+        grid_text = (f"{release.bins} equal bins of their declared boxes" if not scale else
+                     f"{release.bins} equal bins of their declared boxes ({scale}: the "
+                     "powers-of-two grid of their ScaleBox)"
+                     if len(scale) < len(release.ranges) else
+                     "the powers-of-two grids of their ScaleBoxes")
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")
         notes = res.notes + self._skewed_outcome_note(release, opts.engine) + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
-            f"histograms of {list(release.ranges)} on {release.bins} equal bins of their "
-            f"declared boxes (ledger row {RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
+            f"histograms of {list(release.ranges)} on {grid_text} (ledger row "
+            f"{RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
             f"per bin, {opts.ranges_share:.3g} of the budget), each range the bins between "
             f"the points where the counts above {THRESHOLD:g} noise sd, cumulated from either "
             f"end, exceed {release.tail:.3g} rows, and a guard bin beyond each (snapped "

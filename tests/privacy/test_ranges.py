@@ -433,3 +433,75 @@ def test_a_fit_on_data_filling_their_box_at_small_n_mu_keeps_it_and_says_so():
                                engine="dpsgd", random_state=seed)
         kept += "x [-1, 1] (declared kept)" in res.settings["ranges"]
     assert kept >= 9
+
+
+# ---------------------------------------------------------------- boxes known by a scale
+def test_a_scale_box_is_its_box_with_a_powers_of_two_grid():
+    box = dpreg.ScaleBox(0, 1e7)
+    assert tuple(box) == (0.0, 1e7) and box.unit == 1.0
+    edges = box.edges()
+    np.testing.assert_array_equal(edges[:-1], np.r_[0.0, 2.0 ** np.arange(24)])
+    assert edges[-1] == 1e7
+    signed = dpreg.ScaleBox(-1e3, 500, unit=100).edges()
+    np.testing.assert_array_equal(signed, [-1000, -800, -400, -200, -100, 0, 100, 200, 400, 500])
+    above = dpreg.ScaleBox(3, 40).edges()
+    np.testing.assert_array_equal(above, [3, 4, 8, 16, 32, 40])
+    import pickle
+    again = pickle.loads(pickle.dumps(box))
+    assert isinstance(again, dpreg.ScaleBox) and again.unit == 1.0 and tuple(again) == tuple(box)
+    # the box's bins are counted exactly as a search in its edges
+    x = np.r_[np.random.default_rng(0).lognormal(8, 2, 5000), edges, np.nextafter(edges, 0)]
+    search = np.clip(np.searchsorted(edges, np.clip(x, 0, 1e7), side="right") - 1, 0,
+                     len(edges) - 2)
+    np.testing.assert_array_equal(column_histogram(x, edges),
+                                  np.bincount(search, minlength=len(edges) - 1))
+
+
+@pytest.mark.parametrize("args, match", [((0, 0), "lower < upper"), ((0, 1, 0), "unit"),
+                                         ((0, 1e30, 1e-30), "raise unit"),
+                                         (("a", 1), "numbers"), ((0, np.inf), "finite")])
+def test_a_bad_scale_box_is_refused_by_name(args, match):
+    with pytest.raises(OptionError, match=match):
+        dpreg.ScaleBox(*args)
+
+
+def dollar_frame(seed, n=5000):
+    rng = np.random.default_rng(seed)
+    educ = np.clip(rng.normal(13, 2.5, n), 6, 20)
+    income = np.exp(rng.normal(np.log(40_000), 0.7, n))
+    y = 5000 + 2000 * educ + 0.1 * income + rng.normal(0, 8000, n)
+    return pd.DataFrame({"y": y, "educ": educ, "income": income})
+
+
+@pytest.mark.parametrize("engine", ["ssp", "dpsgd"])
+def test_a_dollar_column_known_by_its_scale_gets_a_tight_range(engine):
+    # income in dollars, declared only as "under a billion": 64 equal bins of 15.6
+    # million learn [0, 31 million] and the income coefficient is lost (floored, warned);
+    # the powers-of-two grid learns the range within a factor of two and covers
+    data = dollar_frame(0)
+    kw = dict(mu=2, engine=engine, random_state=1)
+    bounds = {"educ": (0, 25), "y": (-1e6, 1e7)}
+    with warnings.catch_warnings(record=True) as equal_warned:
+        warnings.simplefilter("always", ConvergenceWarning)
+        equal = dpreg.dp_ols("y ~ educ + income", data, bounds=bounds | {"income": (0, 1e9)},
+                             **kw)
+    with warnings.catch_warnings(record=True) as scale_warned:
+        warnings.simplefilter("always", ConvergenceWarning)
+        scale = dpreg.dp_ols("y ~ educ + income", data,
+                             bounds=bounds | {"income": dpreg.ScaleBox(0, 1e9)}, **kw)
+    assert ranges_of(equal)["income"][1] > 1e7
+    lo, hi = ranges_of(scale)["income"]
+    assert data["income"].max() <= hi <= 4 * data["income"].max() and lo > 0
+    assert any(issubclass(w.category, ConvergenceWarning) for w in equal_warned)
+    assert not any(issubclass(w.category, ConvergenceWarning) for w in scale_warned)
+    ci = scale.conf_int().loc["income"]
+    assert ci[0] <= 0.1 <= ci[1]
+    notes = scale.summary().as_text()
+    assert "powers-of-two grid of their ScaleBox" in notes
+    # with ranges="declared" a scale box is its box: the same fit as the plain tuple
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        declared = [dpreg.dp_ols("y ~ educ + income", data, bounds=bounds | {"income": b},
+                                 ranges="declared", **kw).params
+                    for b in ((0, 1e9), dpreg.ScaleBox(0, 1e9))]
+    pd.testing.assert_series_equal(declared[0], declared[1])
