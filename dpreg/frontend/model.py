@@ -649,11 +649,11 @@ class DPRegression:
         settings = res.settings.with_setting("ranges",
                                              "learned privately: " + release.describe())
         scale = list(release.scale_grids)
-        grid_text = (f"{release.bins} equal bins of their declared boxes" if not scale else
-                     f"{release.bins} equal bins of their declared boxes ({scale}: the "
-                     "powers-of-two grid of their ScaleBox)"
-                     if len(scale) < len(release.ranges) else
-                     "the powers-of-two grids of their ScaleBoxes")
+        grid_text = f"{release.bins} equal bins of their declared boxes"
+        if len(scale) == len(release.ranges):
+            grid_text = "the powers-of-two grids of their ScaleBoxes"
+        elif scale:
+            grid_text += f" ({scale}: the powers-of-two grid of their ScaleBox)"
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")

@@ -8,7 +8,8 @@ This module spends a small share of the budget to learn a tighter range of each 
 inside its box, by a mechanism the ledger pays for.
 
 Mechanism. The box of each of the ``k`` columns is cut into ``B`` equal bins (the public
-grid, ``B = 128`` by default); each column's histogram of the ``n`` rows (values in the
+grid, ``B = 64`` by default; a :class:`~dpreg.privacy.scale_box.ScaleBox` is cut at the
+powers of two of its unit instead); each column's histogram of the ``n`` rows (values in the
 box, since the design clips them to it) is released with independent Gaussian noise of
 standard deviation ``sigma`` on every bin. Replacing one row moves one count of each
 column down by 1 and another up by 1: an L2 change of at most ``sqrt(2)`` per column and
