@@ -39,6 +39,8 @@ numpydoc_validation_exclude = {
     r"^dpreg\.results\.prediction\.PredictionResults$",
     r"^dpreg\.results\.margins\.Margins$",
     r"^dpreg\.inference\.rs_joint\.RSInference$",
+    # A ScaleBox is a tuple: the methods it inherits are Python's, documented there.
+    r"^dpreg\.ScaleBox\.(count|index)$",
 }
 # DPRegression.fit takes **options (each engine's options record validates them) and
 # documents every option one by one in its Parameters section, which numpydoc reads as

@@ -208,9 +208,9 @@ def test_a_quoted_constant_never_makes_a_run_stale(tmp_path, current):
     names = [n for n in sd.QUOTED if n in current]
     assert len(names) == len(sd.QUOTED) >= 2
     root = _repo(tmp_path, dict(current), results=())
-    for k, name in enumerate(names):
+    for i, name in enumerate(names):
         assert sd.stale_runs(root, dict(current, **{name: "0.5"})) == []
-        assert sd.stale_runs(_repo(tmp_path / f"b{k}", {k: v for k, v in current.items()
+        assert sd.stale_runs(_repo(tmp_path / f"b{i}", {k: v for k, v in current.items()
                                                         if k != name}, results=()),
                              current) == []
     (stale,) = sd.stale_runs(root, dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"}))
