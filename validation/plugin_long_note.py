@@ -34,14 +34,11 @@ from __future__ import annotations
 
 import argparse
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
-
-from dpreg.exceptions import ConvergenceWarning
 
 LOGITS = [(d, "logistic", n, mu) for d in ("participation", "approval", "rare_approval")
           for n in (2000, 10_000) for mu in (5.0, 10.0)]
@@ -57,23 +54,18 @@ CELL = ["design", "family", "n", "mu"]
 def replicate(design, family, n, mu, rep) -> list[dict]:
     """One data set, one DP-SGD fit at the defaults, the non-private fit."""
     from dpreg.frontend.model import DPRegression
-    from dpreg.studies.robustness import FAMILY_FITS
-    from dpreg.studies.textbook import simulate_design
+    from dpreg.studies.textbook import fit_design
 
     seed = np.random.SeedSequence([20261126, CELLS.index((design, family, n, mu)), rep])
     data_seed, fit_seed = seed.spawn(2)
-    data, formula, bounds, levels, truth = simulate_design(
-        design, n, np.random.default_rng(data_seed))
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", ConvergenceWarning)
-        res = FAMILY_FITS[family](formula, data, bounds=bounds, levels=levels or None,
-                                  mu=mu, engine="dpsgd",
-                                  random_state=int(fit_seed.generate_state(1)[0]))
-    messages = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+    fit = fit_design(design, n, np.random.default_rng(data_seed), family=family, mu=mu,
+                     engine="dpsgd", random_state=int(fit_seed.generate_state(1)[0]))
+    res, data, formula, bounds, levels, truth = (fit.res, fit.data, fit.formula,
+                                                 fit.bounds, fit.levels, fit.truth)
     report = res.convergence
     long = set(report.plugin_long) | set(report.plugin_too_long)
     # the other findings: every warning but the long plug-in's
-    other = any("times the random-scaling ones" not in str(w.message) for w in messages)
+    other = any("times the random-scaling ones" not in m for m in fit.messages)
     oracle = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                        levels=levels or None).fit_oracle()
     default, plug, rs = res.conf_int(), res.conf_int(method="plugin"), \

@@ -45,7 +45,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CONSTANTS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT", "NEUTRAL_PREFIXES", "QUOTED",
+__all__ = ["CONSTANTS", "DPSGD_WARNING_RUNS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT",
+           "NEUTRAL_PREFIXES", "QUOTED",
            "STUDY_RUNS", "VALIDATION_RESULTS", "MANIFEST",
            "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
            "check_recorded_runs", "recorded_runs_page", "stamp_validation_results"]
@@ -101,6 +102,21 @@ QUOTED = {
     "inference.diagnostics.PLUGIN_LONG_COVERAGE": "a measured coverage that the long "
                                                   "plug-in's note quotes",
 }
+#: The recorded runs that report DP-SGD fits' warnings or default intervals: a default
+#: that changes only which DP-SGD fits warn (or switch their default) stales these.
+DPSGD_WARNING_RUNS = ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
+         "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
+         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
+         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
+         "engines-ranges-shortest.csv", "engines-families.csv",
+         "engines-families-shortest.csv", "engines_real_data.txt",
+         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
+         "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
+         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
+         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
+         "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_median_clip.txt",
+         "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
+         "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")
 #: Defaults added after some recorded runs that change the numbers of some runs only: the
 #: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
 #: ones listed (file names of recorded runs), which read it and so are stale for it.
@@ -122,38 +138,14 @@ NEUTRAL_EXCEPT = {
         "DP-SGD fits warn and which switch their default interval to random scaling, and "
         "nothing else (every release, estimate and method's interval is the same); the "
         "runs listed report DP-SGD fits' warnings or default intervals",
-        ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
-         "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
-         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
-         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
-         "engines-ranges-shortest.csv", "engines-families.csv",
-         "engines-families-shortest.csv", "engines_real_data.txt",
-         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
-         "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
-         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
-         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
-         "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_median_clip.txt",
-         "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
-         "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")),
+        DPSGD_WARNING_RUNS),
     "fits.dpsgd.STEP_OPTIONS": (
         "the options whose defaults make a DP-SGD fit's plug-in over 2.5 times random "
         "scaling's a note instead of a warning (the default step rule on the private "
         "preconditioner): it changes which DP-SGD fits warn and nothing else (every "
         "release, estimate, default interval and method's interval is the same); the runs "
         "listed report DP-SGD fits' warnings",
-        ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
-         "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
-         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
-         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
-         "engines-ranges-shortest.csv", "engines-families.csv",
-         "engines-families-shortest.csv", "engines_real_data.txt",
-         "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
-         "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
-         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
-         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
-         "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_median_clip.txt",
-         "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
-         "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")),
+        DPSGD_WARNING_RUNS),
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).
