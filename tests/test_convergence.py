@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 import dpreg
+from dpreg import DPRegression
 from dpreg.design.conditioning import default_conditioning
 from dpreg.design.formula import build_design
 from dpreg.exceptions import ConvergenceWarning
@@ -116,6 +117,43 @@ def test_conditioning_needs_every_column_bounded():
     data = natural_units(300, 1)
     design = build_design(FORMULA, data, bounds={"y": (-10, 25), "age": (18, 90)})
     assert default_conditioning(design).is_identity
+
+
+def test_mallows_fits_condition_the_bounded_columns_beside_an_unbounded_one():
+    # Mallows weights bound the gradient without a row bound, so a column without bounds
+    # (educ) leaves the others to be conditioned; it stays as given, and the map has no
+    # norm bound
+    data = natural_units(300, 1)
+    design = build_design(FORMULA, data, bounds={"y": (-10, 25), "age": (18, 90)})
+    cond = default_conditioning(design, partial=True)
+    names = list(design.exog_names)
+    age, educ = names.index("age"), names.index("educ")
+    assert cond.norm_bound is None
+    assert cond.M[age, age] == pytest.approx(36.0) and cond.M[0, age] == pytest.approx(54.0)
+    np.testing.assert_array_equal(cond.M[:, educ], np.eye(len(names))[:, educ])
+    assert "(educ, age:educ, female, loginc: no bounds declared, left as given)" \
+        in cond.description
+    Z = cond.design(design.exog)
+    np.testing.assert_allclose(Z @ cond.M, design.exog, rtol=0, atol=1e-9)
+    # the model conditions so for Huber (Mallows weights by default), not for OLS
+    huber = DPRegression.from_formula(FORMULA, data, family="huber",
+                                      bounds={"y": (-10, 25), "age": (18, 90)})
+    np.testing.assert_array_equal(huber.conditioning.M, cond.M)
+    ols = DPRegression.from_formula(FORMULA, data, bounds={"y": (-10, 25), "age": (18, 90)})
+    assert ols.conditioning.is_identity
+
+
+def test_mallows_weights_of_a_partly_declared_design_are_not_all_near_zero():
+    # earnings-like natural units: experience squared in the thousands. Before, one
+    # undeclared dummy left every column unconditioned and every Mallows weight under
+    # 1e-5 (||x||^2 in the millions); conditioned, the typical row keeps a weight near 1
+    rng = np.random.default_rng(0)
+    exper = rng.uniform(0, 45, 400)
+    data = pd.DataFrame({"y": rng.normal(size=400), "exper": exper,
+                         "female": (rng.random(400) < 0.5).astype(float)})
+    model = DPRegression.from_formula("y ~ exper + I(exper ** 2) + female", data,
+                                      family="huber", bounds={"exper": (0, 60)})
+    assert np.median(model.objective.weights) > 0.4
 
 
 # ---------------------------------------------------------------- fits at the defaults

@@ -401,6 +401,9 @@ GRID_FORMS = {
     # powers-of-two grids (dpreg.ScaleBox)
     "scale": ("y ~ age + I(age ** 2) + educ", {"y": ScaleBox(0.5, 20, unit=0.25),
                                                "age": ScaleBox(16, 100), "educ": (0, 25)}),
+    # a column without bounds beside bounded ones: with Mallows weights the bounded
+    # columns are still conditioned (the map has no row-norm bound)
+    "partial": ("y ~ age + I(age ** 2) + educ", {"y": (0.5, 20), "age": (16, 100)}),
 }
 #: ``"clusters"``: clusters as the privacy unit (``groups=``, ``max_group_size=``; DP-SGD
 #: samples whole clusters uniformly), the neighbour replacing one whole cluster.
@@ -414,10 +417,10 @@ def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
     LDP-SGD, SSP, and DP-SGD and SSP with clusters as the privacy unit), the four
-    families, Mallows weights or none, the three conditionings and the seven bounds forms
+    families, Mallows weights or none, the three conditionings and the eight bounds forms
     of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
-    transform; SSP fits the linear family without weights.
+    transform; SSP fits the linear family without weights, with every column bounded.
 
     Returns
     -------
@@ -431,7 +434,7 @@ def grid_cells() -> list[tuple]:
         if (engine == "dpgd" and condition != "private") \
                 or (engine == "ldp_sgd" and condition == "private") \
                 or (engine == "ssp" and (not get_family(family).squared_loss
-                                         or weights is not None)) \
+                                         or weights is not None or form == "partial")) \
                 or (get_family(family).binary_outcome and form == "response"):
             continue
         cells.append((engine, sampling, family, weights, condition, form))
@@ -456,6 +459,8 @@ GRID_SAMPLE = [
     ("dpsgd", "uniform", "huber", "mallows", "private", "square"),
     ("ssp", None, "linear", None, "private", "scale"),
     ("ldp_sgd", None, "linear", None, "bounds", "scale"),
+    ("dpsgd", "uniform", "huber", "mallows", "private", "partial"),
+    ("ldp_sgd", None, "expectile", "mallows", "bounds", "partial"),
     ("ssp", None, "linear", None, "bounds", "square"),
     ("dpsgd", "clusters", "logistic", None, "private", "categorical"),
     ("dpsgd", "clusters", "huber", "mallows", "none", "main"),
@@ -478,7 +483,8 @@ def ranges_cells() -> list[tuple]:
     return [(engine, sampling, "linear", None, "private", form)
             for engine, sampling in _GRID_ENGINES
             if engine != "ldp_sgd" and sampling != "clusters"  # groups= declares boxes
-            for form in GRID_FORMS]
+            for form in GRID_FORMS
+            if not (engine == "ssp" and form == "partial")]  # SSP bounds every column
 
 
 def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:

@@ -107,7 +107,7 @@ def identity_conditioning(p: int, norm_bound: float | None) -> Conditioning:
     return Conditioning(np.eye(p), np.eye(p), norm_bound, "none (the design as given)")
 
 
-def default_conditioning(design) -> Conditioning:
+def default_conditioning(design, partial: bool = False) -> Conditioning:
     """Centre and scale each bounded numeric column into ``[-1, 1]`` (module notes).
 
     A main effect ``x`` with bounds ``[l, u]`` becomes ``z_x = (x - c) / h``. A product
@@ -120,14 +120,16 @@ def default_conditioning(design) -> Conditioning:
     Columns of categorical terms (dummies, and numeric-by-categorical interactions) are
     left as they are: dummies are in ``[0, 1]`` already, and centring them would make
     every dummy non-zero in every row, inflating the public row-norm bound (and so the
-    clipping norm and the noise) by the number of levels. Without declared bounds for
-    every column nothing is mapped: a column without bounds cannot be scaled without
-    reading the data. Without an intercept, columns are scaled, not centred.
+    clipping norm and the noise) by the number of levels. A column without bounds cannot
+    be scaled without reading the data: without declared bounds for every column nothing
+    is mapped, unless ``partial`` (fits with Mallows weights, whose gradients are bounded
+    without a row bound): then the bounded columns are mapped, the others left as given,
+    and the map has no norm bound. Without an intercept, columns are scaled, not centred.
     """
     names, bounds, factors = design.exog_names, design.column_bounds, design.column_factors
     p = len(names)
     x_norm = design.row_norm_bound()
-    if x_norm is None or len(bounds) != p or len(factors) != p:
+    if (x_norm is None and not partial) or len(bounds) != p or len(factors) != p:
         return identity_conditioning(p, x_norm)
     intercept = next((j for j, name in enumerate(names)
                       if name in ("Intercept", "const") and tuple(bounds[j]) == (1.0, 1.0)),
@@ -138,11 +140,12 @@ def default_conditioning(design) -> Conditioning:
         numeric[frozenset()] = intercept
     main = {}  # factor -> (centre, half-range) of its main-effect column
     for j, f in enumerate(factors):
-        if f is not None and len(f) == 1 and intercept is not None and bounds[j][1] > bounds[j][0]:
+        if f is not None and len(f) == 1 and intercept is not None and bounds[j] is not None \
+                and bounds[j][1] > bounds[j][0]:
             lo, hi = bounds[j]
             main[f[0]] = ((lo + hi) / 2, (hi - lo) / 2)
     M = np.eye(p)
-    norm_sq = x_norm ** 2
+    norm_sq = x_norm ** 2 if x_norm is not None else math.inf
     moved = []
     for j, f in enumerate(factors):
         if j == intercept or f is None or bounds[j] is None or not f:
@@ -185,4 +188,8 @@ def default_conditioning(design) -> Conditioning:
     how = "centred and scaled" if intercept is not None else "scaled"
     text = (f"{len(moved)} of {p} columns {how} into [-1, 1] by their declared bounds; "
             "estimates and covariances mapped back exactly")
-    return Conditioning(M, np.linalg.inv(M), float(np.sqrt(max(norm_sq, 1.0))), text)
+    unbounded = [name for name, b in zip(names, bounds, strict=True) if b is None]
+    if unbounded:
+        text += f" ({', '.join(unbounded)}: no bounds declared, left as given)"
+    norm_bound = float(np.sqrt(max(norm_sq, 1.0))) if x_norm is not None else None
+    return Conditioning(M, np.linalg.inv(M), norm_bound, text)

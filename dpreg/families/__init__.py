@@ -10,6 +10,7 @@ from dpreg.families.base import (
     REGISTRY,
     Family,
     Objective,
+    check_c_scale,
     family_constants,
     mallows_weights,
 )
@@ -19,7 +20,7 @@ from dpreg.families.linear import LINEAR
 from dpreg.families.logistic import LOGISTIC
 
 __all__ = ["Family", "Objective", "FAMILIES", "get_family", "mallows_weights",
-           "family_constants"]
+           "family_constants", "check_c_scale"]
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (LINEAR, HUBER, LOGISTIC, EXPECTILE)}
 REGISTRY.update(FAMILIES)  # what a pickled family is loaded from

@@ -18,7 +18,8 @@ import numpy as np
 
 from dpreg.exceptions import OptionError
 
-__all__ = ["Family", "Objective", "mallows_weights", "family_constants"]
+__all__ = ["Family", "Objective", "mallows_weights", "family_constants", "C_RANGE_FLOOR",
+           "check_c_scale"]
 
 
 @dataclass(frozen=True)
@@ -222,3 +223,45 @@ def family_constants(family: Family, c, tau, weights) -> tuple[float, float, boo
     else:
         raise OptionError(f"weights must be 'mallows' or None, got {weights!r}")
     return float(c_val), float(tau), mallows
+
+
+#: The smallest truncation constant ``c`` accepted, as a share of the outcome's declared
+#: range. Below it the loss is a median regression's on the outcome's scale: a step moves
+#: an estimate by at most ``lr c`` per unit of ``x``, and the Hessian counts only the
+#: residuals within ``c`` of zero (a few rows or none), so no private fit can either
+#: reach or estimate the coefficients (measured: ``validation/huber_natural_units.py``).
+C_RANGE_FLOOR = 1e-4
+
+
+def check_c_scale(family: Family, c: float, outcome: str,
+                  bounds: tuple[float, float] | None) -> None:
+    """Refuse a truncation constant ``c`` under :data:`C_RANGE_FLOOR` of the outcome's
+    declared range, before anything is released.
+
+    ``c`` is in the outcome's units (the loss is not rescaled), where statsmodels'
+    ``HuberT(t)`` is in units of an estimated residual scale: 1.345, right for a log
+    wage, is a hundred-thousandth of a residual on earnings in dollars. Public inputs
+    only (``c`` and the declared bounds); nothing is checked without bounds, or for a
+    box known only by its scale (:class:`dpreg.ScaleBox`, whose range says nothing of
+    the data's), which the caller passes as ``None``.
+
+    Raises
+    ------
+    OptionError
+        Naming ``c``, the outcome and its range, and what to pass instead.
+    """
+    if family.default_c is None or not math.isfinite(c) or bounds is None:
+        return
+    lo, hi = (float(b) for b in bounds)
+    if c >= C_RANGE_FLOOR * (hi - lo):
+        return
+    raise OptionError(
+        f"c = {c:g} is under 1/{1 / C_RANGE_FLOOR:,.0f} of the declared range "
+        f"({lo:g}, {hi:g}) of the outcome {outcome!r}. The {family.name} loss's c is in "
+        f"the outcome's units, not in units of a residual scale as statsmodels' HuberT(t) "
+        f"is: at this c the fit is a median regression in the units of {outcome!r}, which "
+        f"no private fit can reach or estimate (a step moves by at most c, and the "
+        f"Hessian sees only the residuals within c of zero). Pass c in the units of "
+        f"{outcome!r}, e.g. 1.345 times the residual standard deviation you expect, or "
+        f"rescale {outcome!r} by a public constant (I({outcome} / 1000)) so that c is "
+        f"about one residual standard deviation.")

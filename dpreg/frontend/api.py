@@ -92,7 +92,12 @@ def dp_huber(formula: str, data, *, c: float = 1.345, **options) -> DPRegression
     c : float
         Huber's truncation constant: residuals beyond ``c`` get a bounded influence. The
         default 1.345 gives 95% efficiency at the normal model with unit error scale;
-        the loss is not rescaled, so choose ``c`` on the outcome's scale.
+        the loss is not rescaled, so choose ``c`` in the outcome's units (statsmodels'
+        ``HuberT(t)`` is in units of a residual scale: its default is ``c = 1.345``
+        times the residual scale here). A ``c`` under 1/10,000 of the outcome's
+        declared range (1.345 on earnings in dollars) is refused with an
+        :class:`~dpreg.exceptions.OptionError` before anything is released
+        (:data:`dpreg.families.base.C_RANGE_FLOOR`).
     **options
         As for :func:`dp_ols`, plus ``weights`` (``"mallows"`` by default, ``None`` to
         turn Mallows weights off).
@@ -119,8 +124,9 @@ def dp_expectile(formula: str, data, *, tau: float = 0.5, c: float = 1.345,
         ``1 - tau`` (``tau = 0.5`` is Huber regression at half weight).
     c : float
         Huber truncation constant of the robust expectile loss (ldp-sgd paper,
-        Example 3); ``numpy.inf`` gives the classical expectile loss, whose gradients
-        are then clipped.
+        Example 3), in the outcome's units as for :func:`dp_huber` (and refused under
+        1/10,000 of the outcome's declared range); ``numpy.inf`` gives the classical
+        expectile loss, whose gradients are then clipped.
     **options
         As for :func:`dp_huber`.
 

@@ -32,7 +32,14 @@ from dpreg.design.formula import (
     split_fixed_effects,
 )
 from dpreg.exceptions import BudgetExceededError, FormulaError, OptionError, PrivacyLeakWarning
-from dpreg.families import Family, Objective, family_constants, get_family, mallows_weights
+from dpreg.families import (
+    Family,
+    Objective,
+    check_c_scale,
+    family_constants,
+    get_family,
+    mallows_weights,
+)
 from dpreg.fits.common import Problem, leak, ranges_rng
 from dpreg.fits.oracle import fit_oracle
 from dpreg.fits.registry import ENGINES, fit_options
@@ -47,6 +54,7 @@ from dpreg.privacy.ranges import (
     release_ranges,
 )
 from dpreg.privacy.request import PrivacyRequest
+from dpreg.privacy.scale_box import ScaleBox
 from dpreg.results import DPRegressionResults
 
 __all__ = ["DPRegression"]
@@ -132,14 +140,19 @@ class DPRegression:
     family : {"linear", "huber", "logistic", "expectile"}
         The loss (see the user guide's family pages).
     c : float, optional
-        Truncation constant of the Huber and expectile losses (default 1.345; ``inf``
-        gives the classical expectile loss). Ignored by other families.
+        Truncation constant of the Huber and expectile losses, in the outcome's units
+        (default 1.345; ``inf`` gives the classical expectile loss; under 1/10,000 of
+        the outcome's declared range it is refused, :func:`dpreg.dp_huber`). Ignored by
+        other families.
     tau : float
         Expectile location in (0, 1) (default 0.5). Only for ``family="expectile"``.
     weights : {"mallows", None}, optional
         Mallows weights ``w(x) = min(1, 2/||x||^2)`` multiply each row's loss; they bound
-        every gradient without covariate bounds. Default: on for Huber and expectile (as
-        in the ldp-sgd paper), off for linear and logistic.
+        every gradient without covariate bounds. ``x`` is the row with its bounded
+        columns conditioned into ``[-1, 1]`` (columns without declared bounds stay in
+        their own units, so declare bounds for any column far from unit scale: a row
+        norm in the thousands weighs every row near zero). Default: on for Huber and
+        expectile (as in the ldp-sgd paper), off for linear and logistic.
     missing : {"drop", "raise"}
         Drop rows with missing values (the count is reported, and is public by
         assumption: see the user guide's threat model) or raise. LDP-SGD sends such
@@ -208,10 +221,15 @@ class DPRegression:
         self.c, self.tau, self.mallows = constants
         self.design = design
         self.family.check_y(self.design.endog, self.design.endog_name)
+        outcome_box = self.design.endog_bounds
+        check_c_scale(self.family, self.c, self.design.endog_name,
+                      None if isinstance(outcome_box, ScaleBox) else outcome_box)
         X = self.design.exog
-        self.conditioning = default_conditioning(self.design)
         # Mallows weights are a public function of the row on the conditioned scale, where
-        # ||z||^2 ~ 2 is typical as the weights assume (the ldp-sgd paper standardizes)
+        # ||z||^2 ~ 2 is typical as the weights assume (the ldp-sgd paper standardizes);
+        # they bound the gradient without a row bound, so columns without declared
+        # bounds do not stop the others from being conditioned
+        self.conditioning = default_conditioning(self.design, partial=self.mallows)
         w = (mallows_weights(self.conditioning.design(X)) if self.mallows
              else np.ones(X.shape[0]))
         self.objective = Objective(self.family, self.c, self.tau, w, self.mallows)
@@ -553,7 +571,8 @@ class DPRegression:
                      if name in INTERCEPT_NAMES] + list(range(cols.start, cols.stop))
         n_levels = len(dict.fromkeys(source.levels[column]))
         return dataclasses.replace(self.problem, design=design,
-                                   conditioning=default_conditioning(design),
+                                   conditioning=default_conditioning(
+                                       design, partial=self.mallows),
                                    absorbed=(column, n_levels, tuple(sorted(positions))))
 
     @staticmethod

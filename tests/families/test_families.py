@@ -238,6 +238,33 @@ def test_constants_are_validated_per_family():
         dpreg.dp_huber(sim.formula, sim.data, mu=1, weights="tukey")
 
 
+def test_a_c_far_below_the_outcome_scale_is_refused_before_any_release():
+    # c is in the outcome's units: 1.345 dollars on earnings declared in (-1e5, 1e6) is a
+    # median regression no private fit can reach or estimate; refused by name when the
+    # model is built, before the ranges or the path could spend anything
+    rng = np.random.default_rng(0)
+    data = pd.DataFrame({"earn": 30_000 + 12_000 * rng.standard_t(3, 300),
+                         "educ": rng.uniform(8, 20, 300)})
+    bounds = {"earn": (-100_000, 1_000_000), "educ": (0, 25)}
+    for fit, kw in [(dpreg.dp_huber, {}), (dpreg.dp_expectile, {"tau": 0.3}),
+                    (dpreg.dp_huber, {"c": 100.0, "engine": "ldp_sgd"})]:
+        with pytest.raises(OptionError, match=r"c = (1.345|100) is under 1/10,000 of the "
+                                              r"declared range \(-100000, 1e\+06\) of the "
+                                              r"outcome 'earn'"):
+            fit("earn ~ educ", data, mu=2, bounds=bounds, **kw)
+    with pytest.raises(OptionError, match="in the units of 'earn'"):
+        dpreg.DPRegression.from_formula("earn ~ educ", data, family="huber", bounds=bounds)
+    # at the floor it is accepted (and the non-robust expectile has no c to check)
+    model = dpreg.DPRegression.from_formula("earn ~ educ", data, family="huber", c=110.0,
+                                            bounds=bounds)
+    assert model.c == 110.0
+    dpreg.DPRegression.from_formula("earn ~ educ", data, family="expectile", c=math.inf,
+                                    bounds=bounds)
+    # a box known only by its scale says nothing of the data's range: not checked
+    dpreg.DPRegression.from_formula("earn ~ educ", data, family="huber", c=1000.0,
+                                    bounds={**bounds, "earn": dpreg.ScaleBox(0, 1e9)})
+
+
 def test_summary_names_family_constants():
     sim = _sim(500)
     with warnings.catch_warnings():
