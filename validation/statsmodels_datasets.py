@@ -6,7 +6,8 @@ model, each column bounded by what its codebook allows (wider than the data):
 * ``fair`` (n = 6,366): an OLS of the marriage rating and a logit of any affair;
 * ``randhie`` (the RAND health insurance experiment, n = 20,190): an OLS of outpatient
   visits (0-100 a year) on the log coinsurance, deductible and incentive terms, chronic
-  diseases (0-100) and health dummies;
+  diseases (0-100) and health dummies, and a Huber regression of the same (``c = 1.345``
+  visits);
 * ``anes96`` (n = 944): a logit of the vote on party identification, left-right
   placements (1-7), age (18-100), education (1-7), income (1-24), TV news days (0-7)
   and the log population.
@@ -87,6 +88,11 @@ MODELS = {
     "randhie OLS (default)": (dpreg.dp_ols, "linear", lambda: _dataset("randhie"),
                               "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg"
                               " + hlthf + hlthp", RANDHIE_BOUNDS, None, {}),
+    # Huber's c in visits (the outcome's units): 1.345, about a third of a residual
+    # standard deviation on this skewed count
+    "randhie Huber": (dpreg.dp_huber, "huber", lambda: _dataset("randhie"),
+                      "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg + hlthf"
+                      " + hlthp", RANDHIE_BOUNDS, None, {}),
     "anes96 logit": (dpreg.dp_logit, "logistic", lambda: _dataset("anes96"),
                      "vote ~ PID + selfLR + ClinLR + DoleLR + age + educ + income + TVnews"
                      " + logpopul", ANES_BOUNDS, None, {}),
