@@ -106,6 +106,15 @@ def test_bad_chunk_fails_clearly_and_leaves_the_stream_intact(frame, spoil, matc
     _same(stream.results(), clean.results())
 
 
+def test_a_c_far_below_the_outcome_scale_is_refused_before_the_first_row(frame):
+    # the outcome in small units (times 1e5, a declared range of 1e6): c = 1.345 is a
+    # median regression there; the first chunk is refused by name, no row used
+    stream = _stream(bounds={"y": (-5e5, 5e5)})
+    with pytest.raises(OptionError, match="c = 1.345 is under 1/10,000 of the declared"):
+        stream.partial_fit(frame.iloc[:2000].assign(y=lambda d: 100_000 * d["y"]))
+    assert stream.nobs == 0 and stream.ledger is None
+
+
 def test_missing_drop_sends_noise_rows_and_publishes_no_count(frame):
     # issue 15: under local DP a row with a missing value is sent as a null row (pure
     # noise) by its owner; the server learns neither the count nor the positions
