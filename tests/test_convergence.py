@@ -430,6 +430,37 @@ def test_a_long_plugin_at_the_defaults_notes_and_with_a_chosen_step_warns():
     assert any("over 2.5 times the random-scaling" in m for m in chosen.messages)
 
 
+def test_with_clusters_as_the_unit_a_long_plugin_and_the_floor_warn_as_before():
+    # the long plug-in's note and the floor check's random-scaling gate were measured
+    # with rows as the privacy unit; with clusters the fits they let through missed
+    # (the clusters study, G = 30 and 100: the cluster-level slope covered as little as
+    # 0.41), so both
+    # warn there whatever the step rule
+    from dpreg.inference.diagnostics import FLOOR_RS_RATIO, FLOOR_SENSITIVITY, RATIO_LOWER
+    from dpreg.studies.clusters import BOUNDS, MAX_GROUP_SIZE, simulate_clusters
+    from dpreg.studies.clusters import FORMULA as CLUSTER_FORMULA
+
+    data = simulate_clusters(30, np.random.default_rng(2))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = dpreg.dp_ols(CLUSTER_FORMULA, data, bounds=BOUNDS, mu=1.0, groups="cluster",
+                           max_group_size=MAX_GROUP_SIZE, random_state=102, engine="dpsgd")
+    rep = res.convergence
+    long = [n for n, r in rep.length_ratio.items() if r < RATIO_LOWER]
+    gated = [n for n, v in rep.floor_change.items()
+             if v > FLOOR_SENSITIVITY and rep.length_ratio[n] <= FLOOR_RS_RATIO]
+    assert long and gated  # rows as the unit: a note, and no floor finding, for these
+    assert rep.plugin_too_long == tuple(long) and rep.plugin_long == ()
+    assert set(gated) <= set(rep.floor_decided)
+    assert any("over 2.5 times the random-scaling" in str(w.message) for w in caught)
+    # the checks themselves: the gate off names every coefficient the floor decides
+    se, rs = np.ones(2), np.array([0.3, 0.3])
+    args = dict(plugin_se=se, rs_scale=rs, rs_critical=1.0, plugin_critical=1.0,
+                floor_se=np.array([1.5, 1.0]))
+    assert check_path(["a", "b"], **args).floor_decided == ()
+    assert check_path(["a", "b"], **args, floor_gate=False).floor_decided == ("a",)
+
+
 def test_floor_check_flags_only_a_plugin_that_random_scaling_finds_short():
     # the floor moves every s.e. by 50%; random scaling finds b's plug-in longer than
     # itself (ratio 0.9: the Hessian's noise made it long, not the floor short) and c's

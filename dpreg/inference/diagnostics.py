@@ -331,7 +331,7 @@ class ConvergenceReport:
 
 def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
                halves=None, W=None, steps=None, floor_se=None,
-               step_rule: bool = False) -> ConvergenceReport:
+               step_rule: bool = False, floor_gate: bool = True) -> ConvergenceReport:
     """Run the free checks.
 
     Parameters
@@ -358,6 +358,12 @@ def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
         curvature's public upper bound in every direction, so a path that barely moved
         is not what makes random scaling that short; the private Hessian's noise is,
         and it makes the plug-in long (measured: :data:`PLUGIN_LONG_COVERAGE`).
+    floor_gate : bool
+        Name a coefficient whose standard error the floor decides only when random
+        scaling finds its plug-in short (:data:`FLOOR_RS_RATIO`; measured with rows as
+        the privacy unit). ``False`` names every one the floor decides, as before the
+        gate: with clusters as the privacy unit the gate let through fits whose
+        intervals missed (``validation/clusters_study.py``).
     """
     names = list(names)
     ratio = (rs_critical * np.asarray(rs_scale)) / (plugin_critical * np.asarray(plugin_se))
@@ -376,7 +382,8 @@ def check_path(names, *, plugin_se, rs_scale, rs_critical, plugin_critical,
         change = dict(zip(names, rel.tolist(), strict=True))
     lengths = dict(zip(names, ratio.tolist(), strict=True))
     floor_decided = [n for n, v in change.items()
-                     if v > FLOOR_SENSITIVITY and lengths[n] > FLOOR_RS_RATIO]
+                     if v > FLOOR_SENSITIVITY
+                     and (not floor_gate or lengths[n] > FLOOR_RS_RATIO)]
     return ConvergenceReport(
         length_ratio=lengths, halves_z=z,
         floor_change=change,
@@ -490,10 +497,11 @@ def path_halves(traj_steps, traj_avg, params, steps: int, *, min_steps: int):
 
 
 def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: int,
-                extras: dict, *, step_rule: bool = False) -> ConvergenceReport | None:
+                extras: dict, *, step_rule: bool = False,
+                floor_gate: bool = True) -> ConvergenceReport | None:
     """The checks for a path with plug-in and random-scaling inference (``None`` when
     the fit released no plug-in matrices: then no variance to compare with);
-    ``step_rule`` as in :func:`check_path`."""
+    ``step_rule`` and ``floor_gate`` as in :func:`check_path`."""
     if "plugin" not in inferences or "rs" not in inferences:
         return None
     plugin, rs = inferences["plugin"], inferences["rs"]
@@ -509,7 +517,7 @@ def path_report(names, inferences: dict, params, traj_steps, traj_avg, steps: in
                       rs_critical=float(rs.law.critical_value(0.05)),
                       plugin_critical=float(plugin.law.critical_value(0.05)),
                       halves=report_halves, W=W, steps=T, floor_se=extras.get("floor_se"),
-                      step_rule=step_rule)
+                      step_rule=step_rule, floor_gate=floor_gate)
 
 
 def one_pass_null(n_batches: int, lr_decay: float, *, draws: int = 100_000,
