@@ -39,7 +39,7 @@ prototype is **not adopted**.
   the non-private length. Columns that fill a small part of their box (children under
   6 in [0, 10], income in [0, 200]) give the Hessian eigenvalues under its noise; the
   floor then shrinks those directions, biasing each step, and the plug-in (which
-  counts only the last gradient's noise) cannot see it. DP-SGD warns in 44-100% of its
+  counts only the last gradient's noise) cannot see it. DP-SGD warns in 34-100% of its
   fits there (its unwarned coverage is what the package reports).
 * In each column's own range (not private: the best case for any learned ranges) it
   matches DP-SGD where the privacy noise is small: n = 10,000, mu = 5, coverage
