@@ -276,11 +276,11 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         "max_group_size": int(opts.max_group_size), "n_groups": units}
     inferences, cov, extras = _inference(problem, out, Z, settings, by_name, pub,
                                           rng_matrix, cond, **clusters)
-    # the long plug-in's note and the floor check's random-scaling gate were measured
-    # with rows as the privacy unit (validation/plugin_long_note.py,
-    # validation/dpsgd_floor_check.py); with clusters neither holds (the clusters study:
-    # the plug-in intervals of the fits they let through covered the cluster-level
-    # slope as little as 0.41 at G = 30 and 100), so there both warn as before
+    # three findings were measured with rows as the privacy unit and hold only there:
+    # the long plug-in's note and the floor check's random-scaling gate
+    # (validation/plugin_long_note.py, validation/dpsgd_floor_check.py; with clusters
+    # the fits they let through covered the cluster-level slope as little as 0.41 at
+    # G = 30 and 100, so there both warn as before), and the curvature correction below
     rows_unit = problem.groups is None
     report = path_report(design.exog_names, inferences, cond.params(out.params),
                          out.trajectory_steps, cond.params(out.trajectory_avg),
@@ -289,10 +289,10 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                     and default_step_rule(opts)),
                          floor_gate=rows_unit)
     curved = precond is not None and problem.objective.family.checks_curvature_bias
-    # the curvature correction (dpreg.inference.diagnostics, module notes), measured with
-    # rows as the privacy unit (validation/curvature_correction.py); with clusters the
-    # path is only checked (G there is scaled by the clusters' public bound)
-    correct = curved and problem.groups is None
+    # the curvature correction (dpreg.inference.diagnostics, module notes;
+    # validation/curvature_correction.py); with clusters the path is only checked (G
+    # there is scaled by the clusters' public bound)
+    correct = curved and rows_unit
     # the averaged logistic iterate solves the score equation for about k theta_hat;
     # k needs only the path and G, so fits without the plug-in matrices get it too
     k = (curvature_factor(out.trajectory_iter, out.params, np.linalg.inv(precond))
