@@ -217,31 +217,38 @@ def test_prs_covers_in_a_small_monte_carlo():
     assert np.mean(cover) >= 0.95 - 3 * 0.0154
 
 
-def test_numeric_fast_path_equals_patsy(seed):
+def test_numeric_fast_path_equals_patsy(seed, monkeypatch):
     """Chunks of plain numeric designs are built without patsy; the columns must be
     patsy's, including interactions, and rows with a missing value are dropped."""
     import patsy
 
-    from dpreg.design.formula import build_design
+    from dpreg.design.formula import build_design, numeric
     from dpreg.design.formula.numeric import numeric_columns, numeric_plan
+
+    monkeypatch.setattr(numeric, "_BLOCK_ROWS", 64)  # several blocks and a partial one
 
     rng = np.random.default_rng(seed)
     d = pd.DataFrame(rng.standard_normal((500, 3)), columns=["y", "a", "b"])
     d.loc[d.index % 11 == 0, "a"] = np.nan
     formula = "y ~ a + b + a:b"
     template = build_design(formula, d.iloc[1:50])
-    plan = numeric_plan(template, d)
+    plan = numeric_plan(template.endog_info, template.design_info, d)
     assert plan is not None
     y, X = numeric_columns(plan, d)
     y_ref, X_ref = patsy.build_design_matrices(
         [template.endog_info, template.design_info], d, NA_action="drop")
     np.testing.assert_array_equal(X, np.asarray(X_ref))
     np.testing.assert_array_equal(y, np.asarray(y_ref)[:, 0])
+    # new arrays, never views of the caller's frame
+    assert not np.shares_memory(y, d["y"].to_numpy())
+    full = d.dropna()
+    y_all, _ = numeric_columns(plan, full)
+    assert not np.shares_memory(y_all, full["y"].to_numpy())
     # a categorical or transformed term falls back to patsy
     cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50])
-    assert numeric_plan(cat, d.assign(g="u")) is None
+    assert numeric_plan(cat.endog_info, cat.design_info, d.assign(g="u")) is None
     logged = build_design("y ~ np.exp(a)", d.iloc[1:50])
-    assert numeric_plan(logged, d) is None
+    assert numeric_plan(logged.endog_info, logged.design_info, d) is None
 
 
 def test_trajectory_bands_end_at_the_reported_intervals(frame, tmp_path):

@@ -137,12 +137,12 @@ def build_design(formula: str, data, *, missing: str = "drop",
     env = eval_env.with_outer_namespace(FORMULA_BUILTINS)
     data, bounds = prepare_frame(formula, data, bounds, levels, missing)
     data = data.reset_index(drop=True)  # patsy's output index = row positions
-    plan = None if template is None else numeric_plan(template, data)
-    if plan is not None:  # the template's columns, by numpy
-        y_info, design_info = template.endog_info, template.design_info
+    infos = _numeric_infos(formula, data, env, missing, template)
+    plan = None if infos is None else numeric_plan(*infos[:2], data)
+    if plan is not None:  # raw numeric columns: built by numpy, as patsy would
+        y_info, design_info, endog_name, exog_names = infos
         y, X = numeric_columns(plan, data)
         kept = np.flatnonzero(numeric_keep(plan, data))
-        endog_name, exog_names = template.endog_name, tuple(template.exog_names)
     else:
         y_m, X_m, kept = design_matrices(patsy.dmatrices, formula, data, eval_env=env,
                                           missing=missing, n=len(data))
@@ -182,6 +182,36 @@ def build_design(formula: str, data, *, missing: str = "drop",
                   missing_rows=missing_rows if missing_rows.any() else None,
                   missing=missing, column_bounds=column_bounds,
                   column_factors=column_factors)
+
+
+#: Rows of the frame from which patsy describes the terms before a numpy build.
+_HEAD_ROWS = 32
+
+
+def _numeric_infos(formula: str, data: pd.DataFrame, env, missing: str,
+                   template: Design | None):
+    """``(endog_info, design_info, endog_name, exog_names)`` describing the formula's
+    terms without building the design: the template's, or patsy's on the frame's first
+    rows (whether a term is the intercept or a product of raw numeric columns depends on
+    the formula and the columns' dtypes, not on the values). ``None`` where those rows do
+    not build (the full build then raises the error that names the problem).
+
+    A design of such terms is then built by numpy (:func:`numeric_columns`): at 10^6 rows
+    patsy's evaluation of each factor is most of the formula's cost. Such terms read only
+    their own row, so the row-by-row check has nothing to find."""
+    if template is not None:
+        return (template.endog_info, template.design_info, template.endog_name,
+                tuple(template.exog_names))
+    head = data.iloc[:_HEAD_ROWS]
+    try:
+        y_m, X_m, _ = design_matrices(patsy.dmatrices, formula, head,
+                                      eval_env=env, missing=missing, n=len(head))
+    except (DataError, FormulaError):
+        return None
+    if y_m.shape[1] != 1:  # a two-level outcome coded by patsy: patsy builds it
+        return None
+    return (y_m.design_info, X_m.design_info, str(y_m.design_info.column_names[0]),
+            tuple(str(c) for c in X_m.design_info.column_names))
 
 
 def _uses(name: str, *infos) -> bool:

@@ -11,18 +11,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dpreg.design.design import Design
-
 __all__ = ["numeric_plan", "numeric_columns", "numeric_keep"]
 
 
-def numeric_plan(template: Design, data: pd.DataFrame):
+def numeric_plan(endog_info, design_info, data: pd.DataFrame):
     """``(outcome column, [columns of each design term])`` when every term is the
     intercept or a product of raw numeric data columns, else ``None``.
 
-    Such designs are built directly with numpy (patsy evaluates each factor through
-    ``eval`` and checks missing values per factor: ten times slower on a stream's
-    chunks); the result equals patsy's (tested).
+    ``endog_info`` and ``design_info`` are patsy's descriptions of the outcome and the
+    design (a :class:`~dpreg.design.Design`'s ``endog_info`` and ``design_info``, or
+    those of a few rows' build). Such designs are built directly with numpy (patsy
+    evaluates each factor through ``eval`` and checks missing values per factor: ten
+    times slower on a stream's chunks); the result equals patsy's (tested).
     """
     def column(factor, info):
         code = getattr(factor, "code", None)
@@ -32,7 +32,7 @@ def numeric_plan(template: Design, data: pd.DataFrame):
             return None
         return code
 
-    di, yi = template.design_info, template.endog_info
+    di, yi = design_info, endog_info
     if di is None or yi is None or len(yi.terms) != 1 or len(yi.terms[0].factors) != 1:
         return None
     y_factor = yi.terms[0].factors[0]
@@ -48,24 +48,53 @@ def numeric_plan(template: Design, data: pd.DataFrame):
     return y_col, terms
 
 
-def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Outcome and design matrix by the plan of :func:`numeric_plan`; rows with a
-    missing value in a used column are left out (``missing="raise"`` was checked)."""
+#: Rows per block when the design is filled column by column and copied into its rows.
+_BLOCK_ROWS = 32768
+
+
+def _used_values(plan, data: pd.DataFrame) -> tuple[dict, np.ndarray]:
+    """The plan's columns as float arrays (views where pandas allows) and the mask of
+    rows with a missing value in any of them."""
     y_col, terms = plan
     used = list(dict.fromkeys([y_col] + [c for cols in terms for c in cols]))
     values = {c: data[c].to_numpy(dtype=float, na_value=np.nan) for c in used}
-    keep = ~np.any([np.isnan(v) for v in values.values()], axis=0)
-    X = np.empty((int(keep.sum()), len(terms)))
-    for j, cols in enumerate(terms):
-        col = np.ones(X.shape[0])
-        for c in cols:
-            col = col * values[c][keep]
-        X[:, j] = col
-    return np.ascontiguousarray(values[y_col][keep]), X
+    missing = np.zeros(len(data), dtype=bool)
+    for v in values.values():
+        missing |= np.isnan(v)
+    return values, missing
+
+
+def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Outcome and design matrix by the plan of :func:`numeric_plan`; rows with a
+    missing value in a used column are left out (``missing="raise"`` was checked).
+
+    Both are new arrays (never views of ``data``). The design's columns are the
+    products of their data columns in the term's order, as patsy computes them; they
+    are filled by blocks of rows in column order and copied into the row-major design
+    (four times faster at 10^6 rows than writing each column across the rows)."""
+    y_col, terms = plan
+    values, missing = _used_values(plan, data)
+    if missing.any():
+        keep = ~missing
+        values = {c: v[keep] for c, v in values.items()}
+    n = len(data) - int(missing.sum())
+    X = np.empty((n, len(terms)))
+    block = np.empty((min(_BLOCK_ROWS, n), len(terms)), order="F")
+    for lo in range(0, n, _BLOCK_ROWS):
+        hi = min(lo + _BLOCK_ROWS, n)
+        rows = block[:hi - lo]
+        for j, cols in enumerate(terms):
+            if not cols:  # the intercept
+                rows[:, j] = 1.0
+                continue
+            col = values[cols[0]][lo:hi]
+            for c in cols[1:]:
+                col = col * values[c][lo:hi]
+            rows[:, j] = col
+        X[lo:hi] = rows
+    return np.array(values[y_col]), X
 
 
 def numeric_keep(plan, data: pd.DataFrame) -> np.ndarray:
     """Mask of the rows :func:`numeric_columns` keeps (no missing value in a used column)."""
-    y_col, terms = plan
-    used = list(dict.fromkeys([y_col] + [c for cols in terms for c in cols]))
-    return ~data[used].isna().to_numpy().any(axis=1)
+    return ~_used_values(plan, data)[1]

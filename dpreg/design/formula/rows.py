@@ -67,7 +67,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
         return np.empty(0), np.empty((0, p)), 0
     data, norm = prepare_frame(template.formula, data, bounds, levels, check_missing(missing))
     data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
-    plan = numeric_plan(template, data)
+    plan = numeric_plan(template.endog_info, template.design_info, data)
     if plan is not None:
         y, X = numeric_columns(plan, data)
     else:
@@ -127,7 +127,7 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
                         "before streaming")
     data, norm = prepare_frame(formula, data, bounds, levels, missing)
     data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
-    plan = numeric_plan(template, data)
+    plan = numeric_plan(template.endog_info, template.design_info, data)
     if plan is not None:
         y, X = numeric_columns(plan, data)
         keep = numeric_keep(plan, data)
