@@ -64,18 +64,19 @@ def descend(theta, gbuf, inv_denom, noise, b, noise_scale, precond, step, dbuf):
 
 
 @njit(cache=True)
-def gather_row(X, y, xnorm, w, i, r, xb, yb, nb, wb):
-    """Copy row ``i`` of the data into row ``r`` of the batch's buffers."""
-    yb[r] = y[i]
-    nb[r] = xnorm[i]
-    wb[r] = w[i]
+def gather_row(X, aux, i, r, xb, yb, nb, wb):
+    """Copy row ``i`` of the data into row ``r`` of the batch's buffers: ``X[i]`` and
+    ``aux[i] = (y_i, ||x_i||, w_i)``."""
+    yb[r] = aux[i, 0]
+    nb[r] = aux[i, 1]
+    wb[r] = aux[i, 2]
     for j in range(X.shape[1]):
         xb[r, j] = X[i, j]
 
 
 @njit(parallel=True, cache=True)
-def chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb, nb, wb,
-                     chunk_g, chunk_clipped):
+def chunked_gradient(X, aux, code, c, tau, perm, k, theta, clip, xb, yb, nb, wb, chunk_g,
+                     chunk_clipped):
     """The clipped gradients of the rows ``perm[0:k]``, summed in ``chunk_g.shape[0]``
     fixed chunks of consecutive positions, the chunks in parallel (each gathers its own
     rows into its part of the buffers); ``chunk_clipped`` counts each chunk's clipped
@@ -85,7 +86,7 @@ def chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb,
         lo = ch * k // n_chunks
         hi = (ch + 1) * k // n_chunks
         for r in range(lo, hi):
-            gather_row(X, y, xnorm, w, perm[r], r, xb, yb, nb, wb)
+            gather_row(X, aux, perm[r], r, xb, yb, nb, wb)
         for j in range(p):
             chunk_g[ch, j] = 0.0
         count = 0
@@ -99,7 +100,7 @@ def chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb,
 
 
 @njit(cache=True)
-def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
+def dpsgd_block(X, aux, code, c, tau, counts, u, noise, t0, lr, lr_decay, clip,
                 inv_denom, noise_scale, precond, perm, unit_rows, unit_start, theta, ref,
                 s_run, m_acc, l_acc, gbuf, dbuf, traj_stride, traj_avg, traj_iter,
                 clip_count):
@@ -122,6 +123,10 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
     unit ``g`` is the rows ``unit_rows[unit_start[g]:unit_start[g + 1]]``: a step sums the
     clipped gradients of every row of its sampled clusters, so one cluster of at most
     ``K`` rows moves the sum by at most ``K clip``.
+
+    ``aux`` holds each row's outcome, norm and weight side by side (``aux[i] = (y_i,
+    ||x_i||, w_i)``, see :func:`dpreg.engines.dpsgd.row_companions`): a sampled row is
+    then two reads of memory, its ``X`` row and one ``aux`` row, instead of four.
 
     ``clip_count`` counts the clipped gradients and the gradients evaluated.
 
@@ -166,8 +171,8 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             perm[r] = perm[jj]
             perm[jj] = tmp
         if k >= PARALLEL_ROWS and not clustered:  # a large batch of rows: all cores
-            chunked_gradient(X, y, xnorm, w, code, c, tau, perm, k, theta, clip, xb, yb,
-                             nb, wb, chunk_g, chunk_clipped)
+            chunked_gradient(X, aux, code, c, tau, perm, k, theta, clip, xb, yb, nb, wb,
+                             chunk_g, chunk_clipped)
             clip_count[1] += k
             for j in range(p):
                 gbuf[j] = 0.0
@@ -188,10 +193,10 @@ def dpsgd_block(X, y, xnorm, w, code, c, tau, counts, u, noise, t0, lr, lr_decay
             if clustered:
                 g = perm[r]
                 for q in range(unit_start[g], unit_start[g + 1]):
-                    gather_row(X, y, xnorm, w, unit_rows[q], rows, xb, yb, nb, wb)
+                    gather_row(X, aux, unit_rows[q], rows, xb, yb, nb, wb)
                     rows += 1
             else:
-                gather_row(X, y, xnorm, w, perm[r], rows, xb, yb, nb, wb)
+                gather_row(X, aux, perm[r], rows, xb, yb, nb, wb)
                 rows += 1
         clip_count[1] += rows
         for j in range(p):
