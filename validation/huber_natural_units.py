@@ -53,6 +53,7 @@ from joblib import Parallel, delayed
 import dpreg
 from dpreg.design import conditioning
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.studies.unwarned import unwarned_numbers
 
 FORMULA = "earn ~ educ + exper + I(exper ** 2) + female"
 TRUTH = {"Intercept": 5000.0, "educ": 3000.0, "exper": 800.0, "I(exper ** 2)": -12.0,
@@ -130,16 +131,9 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
     """Per cell and variant: the three numbers (and the coverage over all fits)."""
     out = []
     for (n, mu, variant), g in raw.groupby(["n", "mu", "variant"], sort=False):
-        quiet = g[~g["warned"]]
-        reps = quiet["seed"].nunique()
-        out.append(dict(
-            n=n, mu=mu, variant=variant, c=g["c"].iloc[0], fits=g["seed"].nunique(),
-            unwarned=1 - g.groupby("seed")["warned"].first().mean(),
-            coverage_unwarned=quiet["covers"].mean() if reps else np.nan,
-            mcse=np.sqrt(0.0475 / (reps * len(TRUTH))) if reps else np.nan,
-            coverage_all=g["covers"].mean(),
-            length_unwarned=quiet["length"].mean() if reps else np.nan,
-            coverage_rlm=g["covers_rlm"].mean()))
+        out.append(dict(n=n, mu=mu, variant=variant, c=g["c"].iloc[0],
+                        **unwarned_numbers(g, pairs_per_fit=len(TRUTH)),
+                        coverage_rlm=g["covers_rlm"].mean()))
     return pd.DataFrame(out)
 
 

@@ -36,6 +36,7 @@ from joblib import Parallel, delayed
 
 import dpreg
 from dpreg.exceptions import ConvergenceWarning
+from dpreg.studies.unwarned import unwarned_numbers
 
 FORMULA = "spend ~ educ + income"
 TRUTH = {"Intercept": 5000.0, "educ": 2000.0, "income": 0.1}
@@ -83,16 +84,9 @@ def table(raw: pd.DataFrame) -> pd.DataFrame:
     """Per cell and declaration: the three numbers, and the learned income range."""
     out = []
     for (n, mu, variant), g in raw.groupby(["n", "mu", "variant"], sort=False):
-        quiet = g[~g["warned"]]
-        reps = quiet["seed"].nunique()
-        out.append(dict(
-            n=n, mu=mu, variant=variant, engine="/".join(sorted(g["engine"].unique())),
-            fits=g["seed"].nunique(), unwarned=1 - g.groupby("seed")["warned"].first().mean(),
-            coverage_unwarned=quiet["covers"].mean() if reps else np.nan,
-            mcse=np.sqrt(0.0475 / reps) if reps else np.nan,
-            coverage_all=g["covers"].mean(),
-            length_unwarned=quiet["length"].mean() if reps else np.nan,
-            income_range_over_max=g["income_range"].median()))
+        out.append(dict(n=n, mu=mu, variant=variant,
+                        engine="/".join(sorted(g["engine"].unique())), **unwarned_numbers(g),
+                        income_range_over_max=g["income_range"].median()))
     return pd.DataFrame(out)
 
 

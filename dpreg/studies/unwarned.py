@@ -21,13 +21,45 @@ import pandas as pd
 
 from dpreg.exceptions import OptionError
 
-__all__ = ["NONPRIVATE", "WARNED_ENOUGH", "passes", "unwarned_table", "draw_unwarned",
-           "study_options", "record_study"]
+__all__ = ["NONPRIVATE", "WARNED_ENOUGH", "passes", "unwarned_table", "unwarned_numbers",
+           "draw_unwarned", "study_options", "record_study"]
 
 #: The ``method`` label of the non-private interval's rows.
 NONPRIVATE = "nonprivate"
 #: Share of warned fits at or above which a cell passes by its warnings alone.
 WARNED_ENOUGH = 0.95
+
+
+def unwarned_numbers(cell: pd.DataFrame, pairs_per_fit: int = 1) -> dict:
+    """One cell's three numbers from its rows, one per (fit, coefficient).
+
+    Parameters
+    ----------
+    cell : DataFrame
+        Columns ``seed`` (the fit), ``warned`` (bool, the same on a fit's rows),
+        ``covers`` (bool: the default interval contains the true coefficient) and
+        ``length`` (its length over a reference interval's).
+    pairs_per_fit : int
+        How many of a fit's (coefficient) pairs the Monte Carlo standard error counts as
+        independent: 1 is conservative, the number of coefficients optimistic (a fit's
+        coefficients share its noise).
+
+    Returns
+    -------
+    dict
+        ``fits``; ``unwarned`` (the share of fits); over the unwarned fits
+        ``coverage_unwarned`` with its ``mcse`` at the nominal 0.95 (NaN when every fit
+        warned); ``coverage_all`` over every fit; ``length_unwarned`` over the unwarned.
+    """
+    quiet = cell[~cell["warned"]]
+    reps = quiet["seed"].nunique()
+    return dict(
+        fits=cell["seed"].nunique(),
+        unwarned=1 - cell.groupby("seed")["warned"].first().mean(),
+        coverage_unwarned=quiet["covers"].mean() if reps else np.nan,
+        mcse=np.sqrt(0.0475 / (reps * pairs_per_fit)) if reps else np.nan,  # 0.95 x 0.05
+        coverage_all=cell["covers"].mean(),
+        length_unwarned=quiet["length"].mean() if reps else np.nan)
 
 
 def passes(coverage_unwarned, mcse, warned, *, nominal: float = 0.95,

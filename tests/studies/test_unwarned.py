@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from dpreg.exceptions import OptionError
-from dpreg.studies.unwarned import NONPRIVATE, passes, unwarned_table
+from dpreg.studies.unwarned import NONPRIVATE, passes, unwarned_numbers, unwarned_table
 
 
 def test_passes_is_one_sided_with_the_warned_exit():
@@ -21,6 +21,26 @@ def test_passes_is_one_sided_with_the_warned_exit():
     assert passes(c, se, warned).tolist() == expected
     assert passes(0.5, 0.144, 0.94) is False and passes(0.5, 0.144, 0.94,
                                                           warned_enough=0.9) is True
+
+
+def test_unwarned_numbers_count_fits_not_rows():
+    """Three fits of two coefficients: one warned. The shares are of fits; the unwarned
+    coverage and length average the unwarned fits' rows only; the MC s.e. counts the
+    pairs named independent."""
+    cell = pd.DataFrame({"seed": [0, 0, 1, 1, 2, 2], "warned": [True, True] + [False] * 4,
+                         "covers": [False, False, True, False, True, True],
+                         "length": [9.0, 9.0, 1.0, 2.0, 3.0, 4.0]})
+    out = unwarned_numbers(cell)
+    assert out["fits"] == 3 and out["unwarned"] == pytest.approx(2 / 3)
+    assert out["coverage_unwarned"] == pytest.approx(0.75)
+    assert out["coverage_all"] == pytest.approx(0.5)
+    assert out["length_unwarned"] == pytest.approx(2.5)
+    assert out["mcse"] == pytest.approx(np.sqrt(0.95 * 0.05 / 2))
+    assert unwarned_numbers(cell, pairs_per_fit=2)["mcse"] == pytest.approx(
+        np.sqrt(0.95 * 0.05 / 4))
+    every = unwarned_numbers(cell.assign(warned=True))
+    assert every["unwarned"] == 0 and np.isnan(every["coverage_unwarned"])
+    assert np.isnan(every["mcse"]) and np.isnan(every["length_unwarned"])
 
 
 def _raw(cells):
