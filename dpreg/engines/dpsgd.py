@@ -197,8 +197,10 @@ def row_companions(X: np.ndarray, y: np.ndarray, weights) -> np.ndarray:
 
     DP-SGD reads its sampled rows at random positions; at 10^6 rows each read is a cache
     miss, and the outcome, the norm and the weight in three arrays of their own were
-    three more per row. Side by side they are one (the gathers measured 1.2-1.5 times
-    faster at n = 10^6, p = 20; the values, and so the fit, are the same).
+    three more per row. Side by side they are one: the gather alone was about 1.3 times
+    faster at n = 10^6, p = 20 (medians of six runs of a micro-benchmark; the whole
+    path's time varies more than that from run to run on a shared machine). The values,
+    and so the fit, are the same.
     """
     aux = np.empty((X.shape[0], 3))
     aux[:, 0] = y
