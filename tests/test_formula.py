@@ -277,3 +277,37 @@ def test_a_rebuild_of_raw_numeric_terms_does_not_call_patsy(monkeypatch):
     assert again.exog[:, 1].max() <= 1 and again.nobs == 50
     with pytest.raises(AssertionError, match="patsy was called"):
         build_design("y ~ x", data, bounds={"y": (-1, 1), "x": (-1, 1)})
+
+
+@pytest.mark.parametrize("formula", ["y ~ x1 + x2 + x1:x2", "y ~ 0 + x1 + k", "y ~ k:x2 + x1"])
+def test_a_first_build_of_raw_numeric_terms_equals_patsys(formula, monkeypatch):
+    # patsy describes the terms from the first rows, numpy fills the design: the columns,
+    # names, dropped rows and outcome must be patsy's own build of the same (clipped) rows
+    import patsy
+
+    import dpreg.design.formula.build as build_module
+
+    rng = np.random.default_rng(2)
+    n = 500
+    data = pd.DataFrame({"y": rng.normal(size=n), "x1": rng.uniform(-3, 3, n),
+                         "x2": rng.uniform(0, 1, n), "k": rng.integers(0, 5, n)})
+    data.loc[[3, 40, 411], "x1"] = np.nan  # inside and beyond the described rows
+    data.loc[[250], "y"] = np.nan
+    bounds = {"y": (-2, 2), "x1": (-1.5, 1.0), "x2": (0.1, 0.9), "k": (0, 4)}
+    sizes = []
+    real = build_module.design_matrices
+
+    def counted(fn, formula, frame, **kwargs):
+        sizes.append(len(frame))
+        return real(fn, formula, frame, **kwargs)
+
+    monkeypatch.setattr(build_module, "design_matrices", counted)
+    design = build_design(formula, data, bounds=bounds)
+    assert sizes == [build_module._HEAD_ROWS]  # patsy never saw the whole frame
+    clipped = data.assign(**{c: data[c].clip(*b) for c, b in bounds.items()})
+    y_ref, X_ref = patsy.dmatrices(formula, clipped, NA_action="drop")
+    np.testing.assert_array_equal(design.exog, np.asarray(X_ref))
+    np.testing.assert_array_equal(design.endog, np.asarray(y_ref)[:, 0])
+    assert design.exog_names == tuple(X_ref.design_info.column_names)
+    assert design.n_dropped == 4 and design.missing_rows.sum() == 4
+    assert design.exog.flags.c_contiguous and design.endog.flags.owndata
