@@ -7,8 +7,8 @@ defaults (for OLS the engine the engines study's rule picks; the fit's engine is
 printed); the two OLS again with ``engine="dpsgd"``. Each fit runs
 once to warm numba's cache and statsmodels' imports, then the best of ``repeats`` runs
 is kept for each side (``bench_defaults.timed``; three runs at 10^6 rows, whose random
-reads of memory vary by up to a third from run to run on a shared machine). The ratio is what a user sees: formula
-parsing included on both sides.
+reads of memory vary by up to a third from run to run on a shared machine). The ratio
+is what a user sees: formula parsing included on both sides.
 
     python benchmarks/bench_vs_statsmodels.py
 """
