@@ -234,7 +234,8 @@ def test_numeric_fast_path_equals_patsy(seed, monkeypatch):
     template = build_design(formula, d.iloc[1:50])
     plan = numeric_plan(template.endog_info, template.design_info, d)
     assert plan is not None
-    y, X = numeric_columns(plan, d)
+    y, X, keep = numeric_columns(plan, d)
+    np.testing.assert_array_equal(keep, d.notna().all(axis=1).to_numpy())
     y_ref, X_ref = patsy.build_design_matrices(
         [template.endog_info, template.design_info], d, NA_action="drop")
     np.testing.assert_array_equal(X, np.asarray(X_ref))
@@ -242,7 +243,7 @@ def test_numeric_fast_path_equals_patsy(seed, monkeypatch):
     # new arrays, never views of the caller's frame
     assert not np.shares_memory(y, d["y"].to_numpy())
     full = d.dropna()
-    y_all, _ = numeric_columns(plan, full)
+    y_all, _, _ = numeric_columns(plan, full)
     assert not np.shares_memory(y_all, full["y"].to_numpy())
     # a categorical or transformed term falls back to patsy
     cat = build_design("y ~ a + C(g)", d.assign(g=np.where(d.index % 2, "u", "v")).iloc[1:50])

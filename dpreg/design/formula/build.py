@@ -30,7 +30,7 @@ from dpreg.design.formula.frames import (
     prepare_frame,
 )
 from dpreg.design.formula.namespace import FORMULA_BUILTINS, WORD
-from dpreg.design.formula.numeric import numeric_columns, numeric_keep, numeric_plan
+from dpreg.design.formula.numeric import numeric_columns, numeric_plan
 from dpreg.design.formula.rowwise import check_rowwise_terms
 from dpreg.design.formula.term_bounds import (
     bounds_of_columns,
@@ -141,8 +141,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
     plan = None if infos is None else numeric_plan(*infos[:2], data)
     if plan is not None:  # raw numeric columns: built by numpy, as patsy would
         y_info, design_info, endog_name, exog_names = infos
-        y, X = numeric_columns(plan, data)
-        kept = np.flatnonzero(numeric_keep(plan, data))
+        y, X, keep = numeric_columns(plan, data)
+        kept = np.flatnonzero(keep)
     else:
         y_m, X_m, kept = design_matrices(patsy.dmatrices, formula, data, eval_env=env,
                                           missing=missing, n=len(data))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["numeric_plan", "numeric_columns", "numeric_keep"]
+__all__ = ["numeric_plan", "numeric_columns"]
 
 
 def numeric_plan(endog_info, design_info, data: pd.DataFrame):
@@ -64,9 +64,10 @@ def _used_values(plan, data: pd.DataFrame) -> tuple[dict, np.ndarray]:
     return values, missing
 
 
-def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Outcome and design matrix by the plan of :func:`numeric_plan`; rows with a
-    missing value in a used column are left out (``missing="raise"`` was checked).
+def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Outcome, design matrix and the mask of the rows kept, by the plan of
+    :func:`numeric_plan`; rows with a missing value in a used column are left out
+    (``missing="raise"`` was checked).
 
     Both are new arrays (never views of ``data``). The design's columns are the
     products of their data columns in the term's order, as patsy computes them; they
@@ -74,8 +75,8 @@ def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     (four times faster at 10^6 rows than writing each column across the rows)."""
     y_col, terms = plan
     values, missing = _used_values(plan, data)
+    keep = ~missing
     if missing.any():
-        keep = ~missing
         values = {c: v[keep] for c, v in values.items()}
     n = len(data) - int(missing.sum())
     X = np.empty((n, len(terms)))
@@ -92,9 +93,5 @@ def numeric_columns(plan, data: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
                 col = col * values[c][lo:hi]
             rows[:, j] = col
         X[lo:hi] = rows
-    return np.array(values[y_col]), X
+    return np.array(values[y_col]), X, keep
 
-
-def numeric_keep(plan, data: pd.DataFrame) -> np.ndarray:
-    """Mask of the rows :func:`numeric_columns` keeps (no missing value in a used column)."""
-    return ~_used_values(plan, data)[1]

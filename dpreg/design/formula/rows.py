@@ -28,7 +28,7 @@ from dpreg.design.formula.frames import (
     prepare_frame,
 )
 from dpreg.design.formula.namespace import WORD
-from dpreg.design.formula.numeric import numeric_columns, numeric_keep, numeric_plan
+from dpreg.design.formula.numeric import numeric_columns, numeric_plan
 from dpreg.design.formula.term_bounds import enforce_term_bounds
 from dpreg.exceptions import DataError
 
@@ -69,7 +69,7 @@ def build_rows(template: Design, data, *, missing: str, bounds: Mapping[str, Any
     data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
     plan = numeric_plan(template.endog_info, template.design_info, data)
     if plan is not None:
-        y, X = numeric_columns(plan, data)
+        y, X, _ = numeric_columns(plan, data)
     else:
         y, X, _ = _template_rows(template, data, missing)
     enforce_term_bounds(norm, data, template.endog_info, template.design_info, y, X)
@@ -129,8 +129,7 @@ def build_chunk(template: Design, data, *, missing: str, bounds: Mapping[str, An
     data = categoricals_as_values(data, keep=tuple(levels or ())).reset_index(drop=True)
     plan = numeric_plan(template.endog_info, template.design_info, data)
     if plan is not None:
-        y, X = numeric_columns(plan, data)
-        keep = numeric_keep(plan, data)
+        y, X, keep = numeric_columns(plan, data)
     else:
         y, X, kept = _template_rows(template, data, missing)
         keep = np.zeros(len(data), dtype=bool)
