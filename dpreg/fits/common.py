@@ -48,7 +48,7 @@ from dpreg.results import DPRegressionResults, ResultsRecord, Settings
 __all__ = ["Problem", "Public", "FitRecord", "NonPrivateDiagnostics", "build_results",
            "PRECONDITIONER",
            "MAX_NOISE_MULTIPLIER", "leak", "calibrate_and_record", "report_delta",
-           "spawn_rngs", "ranges_rng", "seed_text", "format_vector"]
+           "spawn_rngs", "ranges_rng", "seed_text", "format_vector", "START_INTERCEPT"]
 
 #: Ledger name of the private second-moment matrix behind DP-SGD's and DP-GD's
 #: preconditioner (``condition="private"``).
@@ -115,6 +115,10 @@ class Problem:
     #: With clusters: the public bound ``K`` on a cluster's rows, set once each cluster
     #: is cut to its first ``K`` (:func:`dpreg.fits.dpsgd.clustered`), else ``None``.
     max_group_size: int | None = None
+    #: The outcome's median read off its released histogram (``ranges="private"``;
+    #: post-processing of the ledger's first row), else ``None``: where the path of a
+    #: location family starts its intercept (:data:`START_INTERCEPT`).
+    outcome_median: float | None = None
 
     @property
     def exog_names(self) -> list[str]:
@@ -325,8 +329,9 @@ class Problem:
                       reasons=tuple(reasons))
 
     def start(self, start_params) -> np.ndarray:
-        """The public starting point: ``start_params``, or zeros with the intercept at
-        the midpoint of the outcome's declared bounds for location families (the path
+        """The public starting point: ``start_params``, or zeros with the intercept, for
+        location families, at the outcome's private median (:attr:`outcome_median`,
+        where its range was learned) or else at the midpoint of its bounds (the path
         then starts near the data's level instead of travelling to it)."""
         design = self.design
         p = design.k_exog
@@ -335,10 +340,13 @@ class Problem:
             lohi = design.endog_bounds
             names = design.exog_names
             if lohi is not None and self.objective.family.location:
+                level = (lohi[0] + lohi[1]) / 2
+                if START_INTERCEPT == "median" and self.outcome_median is not None:
+                    level = min(max(self.outcome_median, lohi[0]), lohi[1])
                 for j, name in enumerate(names):
                     if name in ("Intercept", "const") and design.column_bounds \
                             and tuple(design.column_bounds[j]) == (1.0, 1.0):
-                        theta0[j] = (lohi[0] + lohi[1]) / 2
+                        theta0[j] = level
             return theta0
         theta0 = np.asarray(start_params, dtype=float).ravel()
         if theta0.shape != (p,) or not np.all(np.isfinite(theta0)):
@@ -463,6 +471,13 @@ def spawn_rngs(seed, k: int) -> list[np.random.Generator]:
     ones unchanged."""
     return np.random.default_rng(seed).spawn(k)
 
+
+#: Where the path of a location family starts its intercept when the outcome's range
+#: was learned: ``"median"``, the median read off the outcome's released histogram (a
+#: Huber or expectile fit of a skewed outcome starts near its estimate, where the
+#: midpoint of the range, pulled out by the long tail, left DP-SGD's path short of it:
+#: statsmodels' randhie visits); ``"midpoint"``, the midpoint of the learned range.
+START_INTERCEPT = "median"
 
 #: Spawn key of the private ranges' noise (``ranges="private"``): far beyond the few
 #: streams an engine spawns from the same seed with :func:`spawn_rngs`.

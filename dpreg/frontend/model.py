@@ -663,7 +663,10 @@ class DPRegression:
         model = DPRegression.__new__(DPRegression)
         model._set_up(self._source.rebuild(release.ranges, self.design), self.family,
                       (self.c, self.tau, self.mallows))
-        problem = dataclasses.replace(model.problem, prior=(event,))
+        endog = self.design.endog_name
+        median = (release.quantiles[endog][2] if endog in release.quantiles
+                  and endog not in release.kept else None)
+        problem = dataclasses.replace(model.problem, prior=(event,), outcome_median=median)
         res = engine.fit(problem, opts, request, given)
         settings = res.settings.with_setting("ranges",
                                              "learned privately: " + release.describe())
@@ -682,8 +685,9 @@ class DPRegression:
             f"{RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
             f"per bin, {opts.ranges_share:.3g} of the budget), each range the bins between "
             f"the points where the counts above {THRESHOLD:g} noise sd, cumulated from either "
-            f"end, exceed {release.tail:.3g} rows, and a guard bin beyond each (snapped "
-            "outward to the grid); the engine's settings and noise follow from these "
+            f"end, exceed {release.tail:.3g} rows, and {release.guard} guard bin(s) beyond "
+            "each (snapped outward to the grid); the engine's settings and noise follow "
+            "from these "
             f"ranges as if declared.{kept}",)
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
                                                        notes=notes))

@@ -55,7 +55,7 @@ __all__ = ["CONSTANTS", "DPSGD_WARNING_RUNS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_
 #: the module whose name is upper case and whose value is a number).
 CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.fits.options": ("DEFAULT_BUDGET_SPLIT",),
-    "dpreg.fits.common": ("RANGES_STREAM",),
+    "dpreg.fits.common": ("RANGES_STREAM", "START_INTERCEPT"),
     "dpreg.fits.dpsgd": ("PRECONDITIONED_SPLIT", "STEP_OPTIONS"),
     "dpreg.fits.dpgd": ("PRECONDITIONED_GD_SPLIT", "CURVED_GD_STEP"),
     "dpreg.fits.ldp_sgd": ("LDP_PLUGIN_SPLIT", "LINEAR_LDP_LR", "BOXED_LDP_LR",
@@ -70,7 +70,8 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
-                             "GUARD_BINS", "SKEWED_TAIL", "TAIL_RESOLVED", "MIN_TAIL_BINS"),
+                             "GUARD_BINS", "GUARD_PER_NOISE", "SKEWED_TAIL",
+                             "TAIL_RESOLVED", "MIN_TAIL_BINS"),
 }
 #: The front ends whose keyword defaults count (``module:qualified name``).
 FRONT_ENDS = ("dpreg.frontend.api:dp_ols", "dpreg.frontend.api:dp_huber",
