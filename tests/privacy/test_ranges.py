@@ -306,6 +306,22 @@ def test_summary_and_settings_say_what_was_learned(seed):
     assert RANGES_EVENT in res.ledger.as_text()
 
 
+def test_the_note_names_the_guard_bins_the_noise_required():
+    """n = 600 at mu = 0.5 (three columns): the noise sd per bin is several times the
+    tail's 3 rows, so the note gives ceil(sigma / t) guard bins, and each learned range
+    spans at least the guard bins on both sides of a bin read off the counts."""
+    res = fit(wage_frame(3), mu=0.5, engine="ssp", random_state=3)
+    sigma = res.ledger.events[0].noise_std
+    guard = math.ceil(sigma / tail_rows(600))
+    assert guard >= 3
+    assert any(f"and {guard} guard bins (the noise per bin" in n for n in res.notes)
+    for name, (low, high) in ranges_of(res).items():
+        box = BOUNDS[name]
+        if (low, high) != box:  # learned: 2 guard + at least 1 bin, or cut by the box
+            bins = (high - low) / ((box[1] - box[0]) / DEFAULT_BINS)
+            assert bins >= 2 * guard + 1 - 1e-9 or low == box[0] or high == box[1]
+
+
 def test_array_model(seed):
     data = wage_frame(seed)
     X = data[["school", "exper"]].assign(const=1.0)
