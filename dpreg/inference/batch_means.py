@@ -36,7 +36,7 @@ import numpy as np
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import Inference, StudentLaw
 
-__all__ = ["batch_ends", "batch_means_covariance", "batch_means_critical_value",
+__all__ = ["batch_ends", "batch_layout", "batch_means_covariance", "batch_means_critical_value",
            "batch_means_inference", "default_n_batches"]
 
 
@@ -50,6 +50,44 @@ def batch_ends(n: int, n_batches: int, lr_decay: float) -> np.ndarray:
     k = np.arange(n_batches + 1, dtype=float)
     big_n = n ** (1.0 - lr_decay) / (n_batches + 1)
     return ((k + 1) * big_n) ** (1.0 / (1.0 - lr_decay))
+
+
+def _end_positions(steps: np.ndarray, n_batches: int, lr_decay: float) -> np.ndarray:
+    """Positions in ``steps`` of the batch ends :func:`batch_ends` (each the nearest
+    recorded step; duplicates merged)."""
+    n = int(steps[-1])
+    ends = batch_ends(n, n_batches, lr_decay)
+    idx = np.searchsorted(steps, ends, side="left").clip(0, len(steps) - 1)
+    # nearest recorded step to each end (the grid is fine, so this moves ends by <= 1%)
+    lower = (idx - 1).clip(0)
+    idx = np.where(np.abs(steps[lower] - ends) < np.abs(steps[idx] - ends), lower, idx)
+    idx[-1] = len(steps) - 1
+    idx = np.unique(idx)
+    if len(idx) < 3:
+        raise OptionError(f"batch means need at least 2 batches after the first; the path "
+                          f"of {n} steps is too short for {n_batches} batches")
+    return idx
+
+
+def batch_layout(steps, n_batches: int, lr_decay: float) -> np.ndarray:
+    """The recorded steps ``e_0 < ... < e_M`` at which :func:`batch_means_covariance`
+    cuts the path (its first batch, up to ``e_0``, is dropped).
+
+    Parameters
+    ----------
+    steps : ndarray (K,)
+        Increasing recorded steps; the last is ``n``.
+    n_batches : int
+        ``M`` requested.
+    lr_decay : float
+        ``alpha``.
+
+    Returns
+    -------
+    ndarray of int
+    """
+    steps = np.asarray(steps, dtype=np.int64)
+    return steps[_end_positions(steps, n_batches, lr_decay)]
 
 
 def batch_means_covariance(steps: np.ndarray, averages: np.ndarray, n_batches: int,
@@ -74,18 +112,8 @@ def batch_means_covariance(steps: np.ndarray, averages: np.ndarray, n_batches: i
         ``steps`` (fewer than ``M`` only for very short paths).
     """
     steps = np.asarray(steps, dtype=np.int64)
-    n = int(steps[-1])
     cum = steps[:, None] * np.asarray(averages, dtype=float)
-    ends = batch_ends(n, n_batches, lr_decay)
-    idx = np.searchsorted(steps, ends, side="left").clip(0, len(steps) - 1)
-    # nearest recorded step to each end (the grid is fine, so this moves ends by <= 1%)
-    lower = (idx - 1).clip(0)
-    idx = np.where(np.abs(steps[lower] - ends) < np.abs(steps[idx] - ends), lower, idx)
-    idx[-1] = len(steps) - 1
-    idx = np.unique(idx)
-    if len(idx) < 3:
-        raise OptionError(f"batch means need at least 2 batches after the first; the path "
-                          f"of {n} steps is too short for {n_batches} batches")
+    idx = _end_positions(steps, n_batches, lr_decay)
     e = steps[idx]
     c = cum[idx]
     lengths = np.diff(e).astype(float)

@@ -58,6 +58,23 @@ only when its budget was spent (:func:`one_pass_report`):
   :func:`one_pass_null`. It exceeds :data:`BM_RATIO_LIMIT` = 4 or falls below
   :data:`BM_RATIO_LOWER` = 0.3 with probability under 1e-3 for ``M >= 8`` and
   ``alpha`` in [0.51, 0.75] (:func:`one_pass_false_alarm`, tested).
+* **RS versus batch means, jointly.** The same two estimates compared along every
+  linear combination of the coefficients at once: the largest ratio of their 95%
+  lengths, ``sqrt(lambda_max)`` of the generalized eigenproblem ``c_RS^2 Q v = lambda
+  c_BM^2 Sigma_BM v``. Its law at convergence is free of the path's covariance (both
+  matrices are ``C^(1/2) (.) C^(1/2)`` of the same standard Brownian functionals), so it
+  is simulated for the fit's ``p`` and batch ends alone (:func:`joint_bm_null`, cached)
+  and the check fires beyond its ``1 -`` :data:`JOINT_BM_ALARM` quantile. Correlated
+  covariates far from their boxes' centres leave a slow combination that no single
+  coefficient shows: on statsmodels' ``fair`` (main effects of age, log years married,
+  children and schooling; n = 6,366, mu = 5 and 10), every coefficient's ratio stayed
+  under :data:`BM_RATIO_LIMIT` in 65% of fits, whose intervals contained the
+  non-private estimates for 0.87 of coefficients; the joint ratio (median 5.1, against
+  2.4 at convergence) flags 96-100% of them. Where the intervals cover (simulated
+  N(0, 1) covariates declared in [-4, 4], n = 20,000, p = 3, mu = 2, coverage 0.947) it
+  flags 2% of fits.
+  Every coefficient is then named: the slow combination spreads over them
+  (``python validation/ldp_joint_check.py --reps 100``).
 * **Halves, studentized by RS.** ``H = (second - first) / sqrt(Q_jj (1/r + 1/(1-r)))``
   for the averages before and after step ``r n``; at ``r = 1/2`` its limit law is
   ``-2 B(1/2) / sqrt(int B^2)``, free of every constant (heavy-tailed: ``|H| > 4`` has
@@ -99,6 +116,7 @@ References: the dpsgd-inference paper (Xia, Zhang and Cai), Prop. 3 for the law 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -107,7 +125,8 @@ __all__ = ["ConvergenceReport", "RATIO_LIMIT", "RATIO_LOWER", "HALVES_LIMIT", "F
            "FLOOR_RS_RATIO", "SSP_FLOOR_SENSITIVITY",
            "BM_CHECK_FACTOR", "BM_RATIO_LIMIT", "BM_RATIO_LOWER", "BM_MIN_BATCHES",
            "RS_HALVES_LIMIT", "GD_ALARM", "FLOOR_RS_COVERAGE", "PLUGIN_LONG_COVERAGE",
-           "CURVATURE_BIAS_LIMIT",
+           "CURVATURE_BIAS_LIMIT", "JOINT_BM_ALARM", "JOINT_BM_DRAWS", "joint_bm_null",
+           "joint_bm_critical",
            "curvature_bias",
            "with_curvature_bias",
            "check_path", "ratio_false_alarm", "one_pass_null", "one_pass_false_alarm",
@@ -153,6 +172,14 @@ BM_MIN_BATCHES = 8
 #: |H| of the RS-studentized halves statistic beyond which a one-pass path is still
 #: moving (false alarm under 1e-3).
 RS_HALVES_LIMIT = 6.0
+#: False-alarm probability of the joint RS / batch-means check of a one-pass path: its
+#: limit is this upper quantile of the statistic's simulated law at convergence.
+JOINT_BM_ALARM = 1e-3
+#: Draws of that simulation (about 40 beyond the limit).
+JOINT_BM_DRAWS = 40_000
+#: Points of the uniform grid on which the simulation integrates ``B B'`` (the batch
+#: ends are added to it).
+JOINT_BM_GRID = 256
 #: Approximate curvature bias of a logistic path's average, in plug-in standard errors,
 #: beyond which the coefficient is flagged (paths whose average is not corrected: DP-GD).
 CURVATURE_BIAS_LIMIT = 0.5
@@ -203,6 +230,10 @@ class ConvergenceReport:
     curvature_factor : float or None
         ``k`` of the curvature correction when the fit divided its averaged iterate by
         it (DP-SGD, logistic family, private preconditioner); ``None`` otherwise.
+    joint_bm : tuple of float or None
+        One-pass paths: ``(statistic, limit)`` of the joint RS / batch-means check (the
+        largest RS over batch-means length ratio over all linear combinations of the
+        coefficients), ``None`` where it did not run.
     public : tuple of str
         Findings from public numbers alone (the fit's size and schedule), each a full
         message: they hold whatever the data.
@@ -230,6 +261,7 @@ class ConvergenceReport:
     curvature_factor: float | None = None
     public: tuple = ()
     default_switched: bool = False
+    joint_bm: tuple | None = None
 
     @property
     def ok(self) -> bool:
@@ -251,9 +283,15 @@ class ConvergenceReport:
                 f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
                 "and batch-means intervals, the two halves of the path, or random scaling "
                 "and the plug-in disagree beyond what a converged path gives with "
-                "probability 1e-3): the intervals of these coefficients are unreliable. "
+                "probability 1e-3"
+                + (f"; along some combination of the coefficients random scaling's "
+                   f"interval is {self.joint_bm[0]:.3g} times batch means', beyond "
+                   f"{self.joint_bm[1]:.3g}" if self.joint_bm
+                   and self.joint_bm[0] > self.joint_bm[1] else "")
+                + "): the intervals of these coefficients are unreliable. "
                 "Declare tighter bounds for the covariates (a loose box leaves directions "
-                "that mix slowly in one pass), use more rows, or raise lr=.")
+                "that mix slowly in one pass; so do correlated covariates far from their "
+                "boxes' centres), use more rows, or raise lr=.")
         elif self.unconverged:
             out.append(
                 f"{engine} path not converged for {list(self.unconverged)} (random-scaling "
@@ -566,6 +604,67 @@ def one_pass_null(n_batches: int, lr_decay: float, *, draws: int = 100_000,
     return np.concatenate(ratio), np.concatenate(halves)
 
 
+def joint_bm_null(p: int, ends, *, draws: int = JOINT_BM_DRAWS, grid: int = JOINT_BM_GRID,
+                  seed: int = 0) -> np.ndarray:
+    """Simulate the converged-path law of the joint RS / batch-means statistic.
+
+    ``p`` independent Brownian motions on ``[0, 1]`` (the statistic does not depend on
+    their covariance), observed on a uniform grid of ``grid`` points and at the batch
+    ends.
+
+    Parameters
+    ----------
+    p : int
+        Coefficients.
+    ends : sequence of float
+        The batch ends ``e_0 < ... < e_M`` as fractions of the path (the last is 1;
+        :func:`dpreg.inference.batch_means.batch_layout` over ``n``).
+    draws, grid, seed : int
+
+    Returns
+    -------
+    ndarray (draws,)
+        ``sqrt(lambda_max)`` of ``c_RS^2 int B B' v = lambda c_BM^2 Sigma_BM v``, the
+        largest ratio of the RS and batch-means 95% lengths over linear combinations.
+    """
+    from dpreg.inference.batch_means import batch_means_critical_value
+    from dpreg.inference.pivot import rs_pivot
+
+    e = np.asarray(ends, dtype=float)
+    used = len(e) - 1
+    t = np.union1d(np.arange(1, grid + 1) / grid, e)
+    dt = np.diff(np.r_[0.0, t])
+    at_ends = np.searchsorted(t, e)
+    lengths = np.diff(e)
+    c_rs = float(rs_pivot.critical_value(0.05))
+    c_bm = batch_means_critical_value(used, 0.05)
+    rng = np.random.default_rng(seed)
+    out = []
+    chunk = max(1, min(draws, 2_000_000 // (len(t) * p)))
+    for start in range(0, draws, chunk):
+        k = min(chunk, draws - start)
+        W = np.cumsum(rng.standard_normal((k, len(t), p)) * np.sqrt(dt)[:, None], axis=1)
+        B = W - t[:, None] * W[:, -1:, :]
+        Q = np.swapaxes(B * dt[:, None], 1, 2) @ B            # int B B' (right sums)
+        We = W[:, at_ends, :]
+        dev = np.diff(We, axis=1) / lengths[:, None] \
+            - ((We[:, -1] - We[:, 0]) / (e[-1] - e[0]))[:, None, :]
+        S = np.swapaxes(dev * lengths[:, None], 1, 2) @ dev / (used - 1)
+        L = np.linalg.cholesky(c_bm ** 2 * S)
+        Li = np.linalg.inv(L)
+        M = Li @ (c_rs ** 2 * Q) @ np.swapaxes(Li, 1, 2)
+        out.append(np.sqrt(np.linalg.eigvalsh(M)[:, -1]))
+    return np.concatenate(out)
+
+
+@functools.lru_cache(maxsize=128)
+def joint_bm_critical(p: int, ends: tuple) -> float:
+    """The joint check's limit: the ``1 - JOINT_BM_ALARM`` quantile of
+    :func:`joint_bm_null` for ``p`` coefficients and these batch ends (cached: public,
+    the same for every fit of a given ``n``, ``p`` and schedule)."""
+    return float(np.quantile(joint_bm_null(p, ends), 1.0 - JOINT_BM_ALARM))
+
+
 def one_pass_false_alarm(n_batches: int, lr_decay: float = 0.51, *, draws: int = 100_000,
                          grid: int = 2048, seed: int = 0) -> dict[str, float]:
     """Probabilities that a converged one-pass path trips each check (simulated by
@@ -607,7 +706,7 @@ def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps
     rs_len = c_rs * np.asarray(rs.scale)
     unconverged: set = set()
     checks = []
-    bm_ratio = {}
+    bm_ratio, joint_bm = {}, None
     traj_steps = np.asarray(traj_steps)
     try:
         sigma, used = batch_means_covariance(traj_steps, traj_avg,
@@ -624,6 +723,11 @@ def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps
         unconverged |= {nm for nm, v in bm_ratio.items()
                         if not BM_RATIO_LOWER <= v <= BM_RATIO_LIMIT}
         checks.append("rs/batch_means")
+        joint_bm = _joint_bm(rs, sigma, used, steps, c_rs, traj_steps, lr_decay)
+        if joint_bm is not None:
+            checks.append("joint rs/batch_means")
+            if joint_bm[0] > joint_bm[1]:
+                unconverged |= set(names)
     z = {}
     halves = path_halves(traj_steps, traj_avg, params, steps, min_steps=100)
     if halves is not None:
@@ -647,7 +751,37 @@ def one_pass_report(names, inferences: dict, params, traj_steps, traj_avg, steps
     return ConvergenceReport(
         length_ratio=length_ratio, halves_z=z, unconverged=tuple(n for n in names
                                                                  if n in unconverged),
-        plugin_too_long=tuple(too_long), bm_ratio=bm_ratio, checks=tuple(checks))
+        plugin_too_long=tuple(too_long), bm_ratio=bm_ratio, checks=tuple(checks),
+        joint_bm=joint_bm)
+
+
+def _joint_bm(rs, sigma, used: int, steps: int, c_rs: float, traj_steps,
+              lr_decay: float) -> tuple[float, float] | None:
+    """``(statistic, limit)`` of the joint RS / batch-means check (module notes), or
+    ``None`` where it cannot run: no RS matrix, fewer than ``2 p + 2`` batches (the
+    batch-means matrix is then too noisy to invert), or a singular matrix."""
+    import scipy.linalg
+
+    from dpreg.inference.batch_means import (
+        batch_layout,
+        batch_means_critical_value,
+        default_n_batches,
+    )
+
+    matrix = getattr(rs, "matrix", None)
+    p = sigma.shape[0]
+    if matrix is None or used < max(BM_MIN_BATCHES, 2 * p + 2):
+        return None
+    c_bm = batch_means_critical_value(used, 0.05)
+    a = c_rs ** 2 * np.asarray(matrix, dtype=float)
+    b = c_bm ** 2 * sigma / steps * used / (used - 1)
+    try:
+        lam = scipy.linalg.eigh(a, b, eigvals_only=True)
+    except (np.linalg.LinAlgError, ValueError):
+        return None
+    ends = batch_layout(traj_steps, BM_CHECK_FACTOR * default_n_batches(steps), lr_decay)
+    key = tuple(np.round(ends / float(ends[-1]), 6).tolist())
+    return float(np.sqrt(max(lam.max(), 0.0))), joint_bm_critical(p, key)
 
 
 def iterate_checks(iterates, burn_in: int, n_estimates: int):
