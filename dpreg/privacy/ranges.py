@@ -27,10 +27,10 @@ clipping at 0 alone would add ``0.4 sigma``: over the tens of empty bins between
 box's edge and the data that drift alone would reach the tail count and leave the range
 near the box). The kept counts are cumulated from each end; the lower end of the range is
 the left edge of the first bin at which the count from below exceeds ``t`` rows, the upper
-end the right edge of the last bin at which the count from above does, each moved one bin
-further out by guard bins for the sparse tail rows the threshold dropped (one, or
-``ceil(sigma / t)`` where the noise hides more rows per bin than the tail allows:
-:func:`guard_bins`), so the range is
+end the right edge of the last bin at which the count from above does, each moved further
+out by guard bins for the sparse tail rows the threshold dropped (one, or ``ceil(sigma /
+t)`` where the noise hides more rows per bin than the tail allows: :func:`guard_bins`),
+so the range is
 snapped outward to the grid and never leaves the box. ``t = min(0.005 n, 0.5 sqrt(n))``
 (:func:`tail_rows`). When the noise swamps the counts (no count exceeds ``t``, or the two
 ends cross) the declared box is kept. It is kept too when the threshold dropped more rows
