@@ -59,7 +59,7 @@ __all__ = ["ContrastResults", "restriction_test", "contrast_scales", "joint_sour
 #: restrictions, the Bonferroni combination of the exact scalar tests beyond. Size at
 #: 0.05 of true restrictions (``validation/joint_test_size.py``: 12 slopes, n = 1,000 at
 #: mu = 0.5 and 5, n = 5,000 at mu = 2, 200 fits per cell): the multivariate pivot
-#: 0.03-0.06 at q = 2, 0.07-0.09 at 4, 0.055-0.13 at 6 and 0.32-0.67 at 12; the
+#: 0.03-0.06 at q = 2, 0.05-0.09 at 4, 0.055-0.125 at 6 and 0.32-0.67 at 12; the
 #: Bonferroni combination 0.005-0.055 at every q.
 RS_JOINT_MAX = 2
 #: Plug-in joint tests (reference law from re-released covariances) of more restrictions
