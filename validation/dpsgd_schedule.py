@@ -29,15 +29,18 @@ interval (all fits), mean length over the non-private interval, and mean time.
 
 Findings of the recorded run (``results/dpsgd_schedule.txt``, 100 fits per row; rerun
 with the long plug-in as a note and the floor check's gate in 35 min with the other
-core busy, so its ``time`` column is inflated and the times quoted below are the run
-before's, on a quiet machine); the default is **kept**:
+core busy, and again on 2026-11-27 under the noise-scaled guard bins and the median
+start in 22.6 min beside another job, which moved only the cells at n = 2,000, mu = 1
+and n = 500, mu = 5, by at most 0.035 in coverage; its ``time`` column is inflated and
+the times quoted below are an earlier run's, on a quiet machine); the default is
+**kept**:
 
 * **Fewer steps (4x16: four times the batch, a sixteenth of the steps, a quarter of the
   work)** keeps the privacy noise and is 2.5-3.5 times faster (approval at n = 10,000:
   0.47 -> 0.17 s a fit), with intervals as long or shorter, but the path no longer
   forgets its start: at n = 10,000 the fits warn more ("not converged"; approval at
   mu = 5 and 10: 0.15 and 0.30 of fits, against 0.02 and 0.03), and coverage over all
-  fits drops in some cells (participation, n = 2,000, mu = 1: 0.82 against 0.86). With
+  fits drops in some cells (participation, n = 2,000, mu = 1: 0.81 against 0.85). With
   the same work on a sixteenth of the steps (16x16) approval at n = 10,000, mu = 10
   warns in 98% of fits.
 * **A larger batch at the same steps (2x1, 4x1)** lowers the privacy noise where the
