@@ -208,15 +208,19 @@ def newton_from_start(Z: np.ndarray, y: np.ndarray, B: float, mu: float, icol: i
     return theta, (cov + cov.T) / 2, floored
 
 
-def private_fit(model, mu: float, rng: np.random.Generator):
+def private_fit(formula: str, data, bounds: dict, levels, mu: float,
+                rng: np.random.Generator):
     """The second prototype at privately learned ranges: ``(estimate, cov, floored)`` in
-    the user's coordinates."""
+    the user's coordinates. The model is built again with the learned ranges as the
+    bounds of their columns, as ``ranges="private"`` does."""
     from dpreg.privacy.ranges import ranges_event, release_ranges
 
-    columns = model.range_columns()
+    columns = DPRegression.from_formula(formula, data, family="logistic", bounds=bounds,
+                                        levels=levels).range_columns()
     event = ranges_event(len(columns), mu * math.sqrt(RANGES_SHARE), "replace-one")
     learned = release_ranges(columns, event, rng).ranges
-    design = model._source.rebuild(learned, model.design)
+    design = DPRegression.from_formula(formula, data, family="logistic",
+                                       bounds={**bounds, **learned}, levels=levels).design
     cond = default_conditioning(design)
     theta, cov, floored = newton_from_start(
         cond.design(design.exog), design.endog, cond.norm_bound,
@@ -261,7 +265,7 @@ def private_cell(design: str, n: int, mu: float, reps: int, seed: int) -> list[s
                                           levels=levels or None)
         beta = np.array([truth[name] for name in model.design.exog_names])
         start = time.perf_counter()
-        est, cov, floored = private_fit(model, mu, rng)
+        est, cov, floored = private_fit(formula, data, bounds, levels or None, mu, rng)
         _record(got, est, cov, floored, model.fit_oracle(), beta,
                 time.perf_counter() - start)
     return private_lines(f"{design}, n = {n}, mu = {mu:g}", reps, got)
@@ -293,7 +297,7 @@ def fair_cell(mu: float, reps: int, seed: int) -> list[str]:
                                           bounds=FAIR_LOGIT_BOUNDS, levels=levels)
         nonprivate = model.fit_oracle()
         start = time.perf_counter()
-        est, cov, floored = private_fit(model, mu, rng)
+        est, cov, floored = private_fit(FAIR_LOGIT, data, FAIR_LOGIT_BOUNDS, levels, mu, rng)
         _record(got, est, cov, floored, nonprivate, beta, time.perf_counter() - start)
         start = time.perf_counter()
         with warnings.catch_warnings(record=True) as caught:
