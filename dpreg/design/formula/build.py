@@ -144,8 +144,16 @@ def build_design(formula: str, data, *, missing: str = "drop",
         y, X, keep = numeric_columns(plan, data)
         kept = np.flatnonzero(keep)
     else:
-        y_m, X_m, kept = design_matrices(patsy.dmatrices, formula, data, eval_env=env,
-                                          missing=missing, n=len(data))
+        if template is not None:
+            # the template's terms (same formula, same rows, only the bounds differ):
+            # patsy evaluates the factors once, without parsing the formula and sniffing
+            # each factor's type and levels again (half of its cost on statsmodels' fair)
+            y_m, X_m, kept = design_matrices(patsy.build_design_matrices,
+                                              [template.endog_info, template.design_info],
+                                              data, missing=missing, n=len(data))
+        else:
+            y_m, X_m, kept = design_matrices(patsy.dmatrices, formula, data, eval_env=env,
+                                              missing=missing, n=len(data))
         y_info, design_info = y_m.design_info, X_m.design_info
         if check_rowwise:
             check_rowwise_terms(y_info, design_info, data, kept, y_m, X_m)
