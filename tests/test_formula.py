@@ -236,7 +236,8 @@ def test_read_only_input_arrays_are_accepted_and_untouched():
     assert design.endog.max() <= 1.0
 
 
-@pytest.mark.parametrize("formula", ["y ~ x1 + x2 + x1:x2", "y ~ x1 + C(g)", "y ~ 0 + x1"])
+@pytest.mark.parametrize("formula", ["y ~ x1 + x2 + x1:x2", "y ~ x1 + C(g)", "y ~ 0 + x1",
+                                     "y ~ np.log(x2) + C(g):x1"])
 def test_a_rebuild_from_its_template_equals_patsys(formula):
     # the rebuild with learned ranges reuses the first design's columns: for raw numeric
     # terms it is built with numpy, otherwise by patsy; either way it equals a fresh
@@ -260,6 +261,32 @@ def test_a_rebuild_from_its_template_equals_patsys(formula):
     np.testing.assert_array_equal(again.missing_rows, fresh.missing_rows)
     assert again.x_norm_bound == fresh.x_norm_bound
     assert again.column_bounds == fresh.column_bounds
+
+
+def test_a_rebuild_of_other_terms_does_not_parse_the_formula_again(monkeypatch):
+    # patsy builds the template's terms on the clipped rows (build_design_matrices), with
+    # no second parse and type sniffing (dmatrices)
+    import patsy
+
+    rng = np.random.default_rng(3)
+    data = pd.DataFrame({"y": rng.normal(size=80), "x": rng.uniform(0.5, 2, 80),
+                         "g": rng.choice(["a", "b"], 80)})
+    formula = "y ~ np.log(x) + C(g)"
+    first = build_design(formula, data, bounds={"y": (-4, 4), "x": (0.1, 4)},
+                         levels={"g": ["a", "b"]})
+
+    def no_parse(*args, **kwargs):
+        raise AssertionError("patsy.dmatrices was called")
+
+    monkeypatch.setattr(patsy, "dmatrices", no_parse)
+    again = build_design(formula, data, bounds={"y": (-1, 1), "x": (0.6, 1.5)},
+                         levels={"g": ["a", "b"]}, check_rowwise=False, template=first)
+    assert again.exog_names == first.exog_names
+    column = again.exog[:, list(again.exog_names).index("np.log(x)")]
+    assert column.max() <= np.log(1.5) + 1e-12 and column.min() >= np.log(0.6) - 1e-12
+    with pytest.raises(AssertionError, match="dmatrices was called"):
+        build_design(formula, data, bounds={"y": (-1, 1), "x": (0.6, 1.5)},
+                     levels={"g": ["a", "b"]})
 
 
 def test_a_rebuild_of_raw_numeric_terms_does_not_call_patsy(monkeypatch):

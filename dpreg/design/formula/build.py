@@ -117,7 +117,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
         with privately learned ranges, which changes only the bounds). When its terms
         are the intercept and products of raw numeric columns, the new design is built
         from its columns with numpy, as a stream's chunks are (equal to patsy's, and
-        without patsy's per-column cost); otherwise by patsy.
+        without patsy's per-column cost); otherwise by patsy from the template's terms
+        (no second parse of the formula).
 
     Raises
     ------
@@ -146,8 +147,8 @@ def build_design(formula: str, data, *, missing: str = "drop",
     else:
         if template is not None:
             # the template's terms (same formula, same rows, only the bounds differ):
-            # patsy evaluates the factors once, without parsing the formula and sniffing
-            # each factor's type and levels again (half of its cost on statsmodels' fair)
+            # patsy evaluates the factors on the clipped rows, without parsing the
+            # formula and sniffing each factor's type and levels again
             y_m, X_m, kept = design_matrices(patsy.build_design_matrices,
                                               [template.endog_info, template.design_info],
                                               data, missing=missing, n=len(data))
