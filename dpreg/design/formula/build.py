@@ -28,6 +28,7 @@ from dpreg.design.formula.frames import (
     owned_arrays,
     plain_dtypes,
     prepare_frame,
+    template_matrices,
 )
 from dpreg.design.formula.namespace import FORMULA_BUILTINS, WORD
 from dpreg.design.formula.numeric import numeric_columns, numeric_plan
@@ -149,9 +150,7 @@ def build_design(formula: str, data, *, missing: str = "drop",
             # the template's terms (same formula, same rows, only the bounds differ):
             # patsy evaluates the factors on the clipped rows, without parsing the
             # formula and sniffing each factor's type and levels again
-            y_m, X_m, kept = design_matrices(patsy.build_design_matrices,
-                                              [template.endog_info, template.design_info],
-                                              data, missing=missing, n=len(data))
+            y_m, X_m, kept = template_matrices(template, data, missing=missing)
         else:
             y_m, X_m, kept = design_matrices(patsy.dmatrices, formula, data, eval_env=env,
                                               missing=missing, n=len(data))

@@ -21,8 +21,8 @@ from dpreg.design.formula.namespace import WORD
 from dpreg.design.formula.term_bounds import normalize_bounds
 from dpreg.exceptions import DataError, FormulaError, OptionError
 
-__all__ = ["check_frame", "plain_dtypes", "patsy_call", "design_matrices", "prepare_frame",
-           "owned_arrays"]
+__all__ = ["check_frame", "plain_dtypes", "patsy_call", "design_matrices",
+           "template_matrices", "prepare_frame", "owned_arrays"]
 
 
 _NAME_ERROR = re.compile(r"name '([^']+)' is not defined")
@@ -116,6 +116,15 @@ def design_matrices(fn, *args, missing: str, n: int, **kwargs):
         raise RuntimeError("patsy kept a different number of rows than it reported")
     return y_m, X_m, kept
 
+
+def template_matrices(template, data, *, missing: str):
+    """``(y, X, kept)`` as :func:`design_matrices`, built by patsy from the terms of
+    ``template`` (a :class:`~dpreg.design.Design` of the same formula) on the rows of
+    ``data``: no parse of the formula and no sniffing of the factors' types and levels
+    (a stream's later chunks, the rebuild with privately learned ranges)."""
+    return design_matrices(patsy.build_design_matrices,
+                           [template.endog_info, template.design_info], data,
+                           missing=missing, n=len(data))
 
 def _apply_levels(data: pd.DataFrame, levels: Mapping[str, Sequence] | None) -> pd.DataFrame:
     """Declared categories: the column becomes a pandas Categorical with exactly them."""

@@ -21,11 +21,11 @@ from dpreg.design.design import Design, check_finite_full_rank, check_missing
 from dpreg.design.formula.frames import (
     categoricals_as_values,
     check_frame,
-    design_matrices,
     owned_arrays,
     patsy_call,
     plain_dtypes,
     prepare_frame,
+    template_matrices,
 )
 from dpreg.design.formula.namespace import WORD
 from dpreg.design.formula.numeric import numeric_columns, numeric_plan
@@ -89,9 +89,7 @@ def build_exog(design_info, data) -> np.ndarray:
 def _template_rows(template: Design, data: pd.DataFrame, missing: str):
     """``(endog, exog, kept row positions)`` of ``data`` built by patsy with the
     template's columns (rows with a missing value left out under ``missing="drop"``)."""
-    y_m, X_m, kept = design_matrices(patsy.build_design_matrices,
-                                      [template.endog_info, template.design_info], data,
-                                      missing=missing, n=len(data))
+    y_m, X_m, kept = template_matrices(template, data, missing=missing)
     if y_m.shape[1] == 2:  # binary outcome coded as two indicator columns
         y_m = y_m[:, [1]]
     y, X = owned_arrays(y_m, X_m)
