@@ -39,9 +39,10 @@ def test_sensitivity_whole_grid(cell):
 def test_the_grid_covers_every_option_value():
     cells = grid_cells()
     # 588 before the scale boxes (form "scale"), 690 before a column without bounds
-    # beside bounded ones (form "partial"; not for SSP, which bounds every column)
-    assert len(cells) == len(set(cells)) == 786
-    for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp"},
+    # beside bounded ones (form "partial"; not for SSP, which bounds every column), 786
+    # before noisy Newton (logistic, no weights: 3 conditionings times 7 forms)
+    assert len(cells) == len(set(cells)) == 807
+    for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp", "newton"},
                                 {"uniform", "poisson", "clusters", None},
                                 {"linear", "huber", "expectile", "logistic"},
                                 {"mallows", None}, {"private", "bounds", "none"},
@@ -107,6 +108,28 @@ def test_every_release_of_an_engine_is_audited(engine, releases):
     table = audit_cell(engine, sampling, "linear", None, condition, "main")
     assert releases <= set(table["release"]), table.to_string()
     _check(table)
+
+
+def test_every_release_of_noisy_newton_is_audited():
+    table = audit_cell("newton", None, "logistic", None, "private", "main")
+    assert set(table["release"]) == {"Newton gradients", "Newton last gradient",
+                                     "Hessian A", "score covariance S"}
+    _check(table)
+
+
+def test_the_newton_audit_finds_a_ledger_that_undercharges(monkeypatch):
+    # the largest change the audit finds is half the replace-one charge (one row's term
+    # against its replacement's); a ledger charging a quarter of it must be caught
+    from dpreg.engines.newton import NewtonSettings
+
+    honest = audit_cell("newton", None, "logistic", None, "none", "main")
+    real = NewtonSettings.sensitivities
+    monkeypatch.setattr(NewtonSettings, "sensitivities",
+                        lambda self: {k: v / 4 for k, v in real(self).items()})
+    broken = audit_cell("newton", None, "logistic", None, "none", "main")
+    for release in ("Newton gradients", "Newton last gradient"):
+        assert honest.set_index("release").loc[release, "ratio"] <= 1 + 1e-9
+        assert broken.set_index("release").loc[release, "ratio"] > 1.5
 
 
 def test_the_path_audit_finds_a_kernel_that_clips_looser_than_the_ledger(monkeypatch):

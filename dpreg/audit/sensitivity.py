@@ -43,6 +43,8 @@ _RELEASES = {
     "ldp_sgd": {"Hessian A": "A", "score covariance S": "S", "LDP-SGD gradients": "path"},
     "ssp": {"SSP X'X": "gram", "SSP X'y": "xty", "SSP y'y": "yty",
             "SSP meat sum g g'": "meat"},
+    "newton": {"Hessian A": "A", "score covariance S": "S", "Newton gradients": "grad",
+               "Newton last gradient": "grad"},
 }
 #: Releases that are sums over the rows (under zero-out a removed row adds nothing to
 #: them, so they are compared unscaled); the others are means over n.
@@ -147,7 +149,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         Declared levels of categorical columns.
     weights : {"mallows", None, "default"}
         Row weights, as for :func:`dpreg.dp_huber`.
-    engine : {"dpsgd", "dpgd", "ldp_sgd", "ssp"}
+    engine : {"dpsgd", "dpgd", "ldp_sgd", "ssp", "newton"}
         The engine whose releases are audited (SSP with ``robust=True``: its four
         releases).
     n_thetas : int
@@ -223,8 +225,8 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         stats = _ldp_sums
     else:
         position = 0
-        stats = {"ssp": _ssp_statistics, "dpgd": _dpgd_statistics}.get(
-            engine, _central_statistics)
+        stats = {"ssp": _ssp_statistics, "dpgd": _dpgd_statistics,
+                 "newton": _newton_statistics}.get(engine, _central_statistics)
     factor = 2.0 if sampling_adjacency(getattr(opts, "sampling", "uniform")) \
         == "replace-one" else 1.0
     # replace-one: D' replaces the row; zero-out (Poisson sampling, n public): D' holds
@@ -327,6 +329,19 @@ def _dpgd_statistics(model, cond, pub, thetas, names, opts):
     return out
 
 
+def _newton_statistics(model, cond, pub, thetas, names, opts):
+    """The noisy Newton engine's Hessians and score covariances (the package's matrix
+    statistics, as the engine calls them) and its mean gradients (the engine's own
+    function), at each of ``thetas``."""
+    from dpreg.engines.newton import mean_gradient
+
+    problem = model.problem
+    Z, y = _engine_rows(problem, cond)
+    return {name: [mean_gradient(Z, y, t, pub.x_bound) if which == "grad"
+                   else problem.matrix_statistic(which, Z, pub, t) for t in thetas]
+            for name, which in names.items()}
+
+
 def _ssp_statistics(model, cond, pub, thetas, names, opts):
     """SSP's sums of the clipped rows and its meat (at each of ``thetas``), by the
     engine's own functions and public plan."""
@@ -408,7 +423,7 @@ GRID_FORMS = {
 #: ``"clusters"``: clusters as the privacy unit (``groups=``, ``max_group_size=``; DP-SGD
 #: samples whole clusters uniformly), the neighbour replacing one whole cluster.
 _GRID_ENGINES = (("dpsgd", "uniform"), ("dpsgd", "poisson"), ("dpgd", None), ("ldp_sgd", None),
-                 ("ssp", None), ("dpsgd", "clusters"), ("ssp", "clusters"))
+                 ("ssp", None), ("dpsgd", "clusters"), ("ssp", "clusters"), ("newton", None))
 #: Rows per cluster of the audit's clustered data sets (every cluster full: ``K``).
 GRID_CLUSTER_SIZE = 3
 
@@ -416,11 +431,12 @@ GRID_CLUSTER_SIZE = 3
 def grid_cells() -> list[tuple]:
     """Every option combination with a matrix release: ``(engine, sampling, family,
     weights, condition, form)`` over the engines (DP-SGD under both samplings, DP-GD,
-    LDP-SGD, SSP, and DP-SGD and SSP with clusters as the privacy unit), the four
-    families, Mallows weights or none, the three conditionings and the eight bounds forms
-    of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
+    LDP-SGD, SSP, DP-SGD and SSP with clusters as the privacy unit, and noisy Newton),
+    the four families, Mallows weights or none, the three conditionings and the eight
+    bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
-    transform; SSP fits the linear family without weights, with every column bounded.
+    transform; SSP fits the linear family without weights, with every column bounded;
+    noisy Newton fits the logistic family without weights.
 
     Returns
     -------
@@ -435,6 +451,8 @@ def grid_cells() -> list[tuple]:
                 or (engine == "ldp_sgd" and condition == "private") \
                 or (engine == "ssp" and (not get_family(family).squared_loss
                                          or weights is not None or form == "partial")) \
+                or (engine == "newton" and (not get_family(family).binary_outcome
+                                            or weights is not None)) \
                 or (get_family(family).binary_outcome and form == "response"):
             continue
         cells.append((engine, sampling, family, weights, condition, form))
@@ -465,14 +483,17 @@ GRID_SAMPLE = [
     ("dpsgd", "clusters", "logistic", None, "private", "categorical"),
     ("dpsgd", "clusters", "huber", "mallows", "none", "main"),
     ("ssp", "clusters", "linear", None, "bounds", "interaction"),
+    ("newton", None, "logistic", None, "none", "square"),
+    ("newton", None, "logistic", None, "private", "partial"),
 ]
 
 
 def ranges_cells() -> list[tuple]:
     """The cells whose ``fit(ranges="private")`` release is audited: every central
-    engine and sampling (DP-SGD under both, DP-GD, SSP) and every bounds form, for the
-    linear family (the histograms do not depend on the family, weights or conditioning:
-    they count the raw bounded columns).
+    engine and sampling (DP-SGD under both, DP-GD, SSP, noisy Newton) and every bounds
+    form, for the linear family (the logistic for noisy Newton, which fits no other; the
+    histograms do not depend on the family, weights or conditioning: they count the raw
+    bounded columns).
 
     Returns
     -------
@@ -480,11 +501,13 @@ def ranges_cells() -> list[tuple]:
         Cells as :func:`grid_cells` gives them; pass ``ranges=True`` to
         :func:`audit_cell`.
     """
-    return [(engine, sampling, "linear", None, "private", form)
+    return [(engine, sampling, "logistic" if engine == "newton" else "linear", None,
+             "private", form)
             for engine, sampling in _GRID_ENGINES
             if engine != "ldp_sgd" and sampling != "clusters"  # groups= declares boxes
             for form in GRID_FORMS
-            if not (engine == "ssp" and form == "partial")]  # SSP bounds every column
+            if not (engine == "ssp" and form == "partial")  # SSP bounds every column
+            and not (engine == "newton" and form == "response")]  # a 0/1 outcome
 
 
 def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from dataclasses import MISSING, dataclass, fields
 from typing import Any, Callable, Mapping
 
 from dpreg.exceptions import OptionError
-from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd, ssp
+from dpreg.fits import adassp, dpgd, dpsgd, ldp_sgd, newton, ssp
 from dpreg.fits.options import MODEL_OPTIONS, CommonOptions
 
 __all__ = ["Engine", "ENGINES", "fit_options", "check_known", "option_names",
@@ -65,6 +65,8 @@ ENGINES: dict[str, Engine] = {
                      adassp.events_builder),
     "ssp": Engine(ssp.fit_ssp, ssp.SSPOptions, ssp.LABEL, ssp.events_builder,
                   learns_ranges=True),
+    "newton": Engine(newton.fit_newton, newton.NewtonOptions, newton.LABEL,
+                     newton.events_builder, learns_ranges=True),
 }
 
 

@@ -80,7 +80,7 @@ class Method:
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method("plugin", "Plug-in", True,
            "plug-in covariance from the privately released Hessian (and score) matrices",
-           ("dpsgd", "ldp_sgd", "adassp", "ssp"), estimators=("iv2sls",)),
+           ("dpsgd", "ldp_sgd", "adassp", "ssp", "newton"), estimators=("iv2sls",)),
     Method("rs", "RS", False,
            "random scaling of the averaged path (exact pivot law, no standard error)",
            ("dpsgd", "ldp_sgd")),

@@ -67,6 +67,7 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
     "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
     "dpreg.engines.adassp": ("FAILURE_PROB",),
+    "dpreg.engines.newton": ("STEPS", "HESSIAN_AT", "SHARES"),
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
@@ -154,6 +155,8 @@ NEUTRAL_PREFIXES = {
     "dp_iv2sls(": "the IV front end came later; the other front ends do not read it",
     "iv2sls.": "IV-2SLS's options came later; the other engines do not read them",
     "fits.iv.": "IV-2SLS's budget split and weak-instrument threshold, read by IV only",
+    "newton.": "noisy Newton's options came later (engine='newton'); no earlier run fits it",
+    "engines.newton.": "noisy Newton's steps and budget split, read by engine='newton' only",
 }
 #: Where the recorded runs are, relative to the repository.
 STUDY_RUNS = "docs/studies/results/*-run.json"

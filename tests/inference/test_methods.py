@@ -25,7 +25,8 @@ from dpreg.results.summary import METHOD_LABELS
 #: same default (a method added to the registry may join them).
 OFFERED = {"dpsgd": ("plugin", "rs"), "ldp_sgd": ("rs", "plugin", "batch_means"),
            "dpgd": ("batch_means", "checkpoints", "runs"), "adassp": ("plugin",),
-           "ssp": ("plugin", "pboot", "pboot_basic", "sandwich", "cluster")}
+           "ssp": ("plugin", "pboot", "pboot_basic", "sandwich", "cluster"),
+           "newton": ("plugin",)}
 
 
 def test_engines_offer_what_they_did():
