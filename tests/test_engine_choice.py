@@ -234,3 +234,52 @@ def test_a_chosen_sandwich_brings_its_meat(monkeypatch):
     plain = _natural_fit(mu=5.0, robust=False, cov_type="plugin")
     assert plain.engine == "SSP" and plain.cov_type == "plugin"
     assert not any("meat" in event.name for event in plain.ledger.events)
+
+
+def test_logistic_takes_noisy_newton_only_inside_its_studied_region():
+    from dpreg.fits.engine_choice import NEWTON_MAX_P, NEWTON_MIN_N_MU, default_engine
+
+    mu = PrivacyRequest.from_options(mu=5.0)
+    n_in = math.ceil(NEWTON_MIN_N_MU / 5.0)
+    engine, _, reason = default_engine(n_in, NEWTON_MAX_P, "logistic", mu, {})
+    assert engine == "newton" and f"n mu = {n_in * 5:,}" in reason
+    assert choose_engine(n_in, 6, "logistic", mu)[0] == "newton"  # engine="auto" too
+    # below the rule's n mu, above its p, in declared boxes, with Mallows weights or an
+    # option noisy Newton does not take: DP-SGD
+    for args, options, kw in [((n_in - 1, 6), {}, {}), ((n_in, NEWTON_MAX_P + 1), {}, {}),
+                              ((n_in, 6), {"ranges": "declared"}, {}),
+                              ((n_in, 6), {"steps": 1000}, {}),
+                              ((n_in, 6), {"cov_type": "rs"}, {}),
+                              ((n_in, 6), {"groups": "g"}, {}),
+                              ((n_in, 6), {}, {"newton_possible": False})]:
+        assert default_engine(*args, "logistic", mu, options, **kw)[0] == "dpsgd", \
+            (args, options, kw)
+    # the other families never
+    for family in ("linear", "huber", "expectile"):
+        assert default_engine(10 * n_in, 3, family, mu, {})[0] != "newton"
+    # an (epsilon, delta) request counts by its Gaussian-DP mu
+    eps = PrivacyRequest.from_options(epsilon=30.0, delta=1e-5)
+    n_eps = math.ceil(NEWTON_MIN_N_MU / request_mu(eps))
+    assert default_engine(n_eps, 6, "logistic", eps, {})[0] == "newton"
+    assert default_engine(n_eps - 2, 6, "logistic", eps, {})[0] == "dpsgd"
+
+
+def test_a_default_logit_at_large_n_mu_runs_noisy_newton_and_says_why():
+    from dpreg.fits.engine_choice import NEWTON_MIN_N_MU
+
+    rng = np.random.default_rng(3)
+    n = math.ceil(NEWTON_MIN_N_MU / 10)
+    x = rng.uniform(-2, 2, n)
+    data = pd.DataFrame({"x": x, "y": (rng.random(n) < 1 / (1 + np.exp(-x))).astype(float)})
+    bounds = {"x": (-2, 2), "y": (0, 1)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_logit("y ~ x", data, bounds=bounds, mu=10, random_state=1)
+        small = dpreg.dp_logit("y ~ x", data.iloc[:1000], bounds=bounds, mu=10,
+                               random_state=1)
+        declared = dpreg.dp_logit("y ~ x", data, bounds=bounds, mu=10, ranges="declared",
+                                  random_state=1)
+    assert res.engine == "Noisy Newton"
+    assert "default engine: newton (noisy Newton)" in res.summary().as_text()
+    assert res.ledger.events[0].name == "ranges (noisy histograms)"  # learned ranges
+    assert small.engine == "DP-SGD" and declared.engine == "DP-SGD"

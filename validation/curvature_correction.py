@@ -68,7 +68,9 @@ def replicate(design: str, n: int, mu: float, seed: int) -> list[dict]:
     else:
         from dpreg.studies.textbook import fit_design
 
-        fit = fit_design(design, n, rng, mu=mu, random_state=seed)
+        # DP-SGD's correction is studied: its engine, also where logistic regression's
+        # default is now noisy Newton (n mu >= 25,000: the (10000, 5) cells)
+        fit = fit_design(design, n, rng, mu=mu, engine="dpsgd", random_state=seed)
         res, truth = fit.res, fit.truth
     report = res.convergence
     k = report.curvature_factor or 1.0

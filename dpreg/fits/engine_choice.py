@@ -26,8 +26,8 @@ from dpreg.fits import _engine_choice_table as table
 from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
 
-__all__ = ["choose_engine", "default_engine", "request_mu", "DEFAULT_ENGINE",
-           "STATISTICS_ENGINES"]
+__all__ = ["choose_engine", "default_engine", "newton_reason", "request_mu", "DEFAULT_ENGINE",
+           "STATISTICS_ENGINES", "NEWTON_MIN_N_MU", "NEWTON_MAX_P"]
 
 #: Where a summary's reason line points for the study (its runs and replications:
 #: ``dpreg.fits._engine_choice_table.SOURCE``).
@@ -35,6 +35,16 @@ CITATION = "docs: Engines compared (python -m dpreg study engines)"
 
 #: The engine of families the study does not cover.
 DEFAULT_ENGINE = "dpsgd"
+
+#: Logistic regression runs noisy Newton (``engine="newton"``) where ``n mu`` is at least
+#: this and ``p`` at most :data:`NEWTON_MAX_P`: the Newton study's region where its fits
+#: were unwarned and covered like the non-private fit, at about its length
+#: (``validation/newton_logit.py --engine``; the logistic family's user guide page).
+NEWTON_MIN_N_MU = 25_000
+#: The most columns the Newton study measured (statsmodels' fair logit, p = 8).
+NEWTON_MAX_P = 8
+#: Where a summary's reason line points for the Newton rule.
+NEWTON_CITATION = "docs: the logistic family, 'Noisy Newton'"
 
 
 def request_mu(request: PrivacyRequest) -> float:
@@ -60,8 +70,47 @@ def _budget_mu(budget: str) -> float:
 STATISTICS_ENGINES = ("ssp", "adassp")
 
 
+def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
+                  options=None, *, newton_possible: bool = True) -> str | None:
+    """The reason line if logistic regression's choice is noisy Newton, else ``None``.
+
+    Noisy Newton is chosen for the logistic family where ``n mu >=``
+    :data:`NEWTON_MIN_N_MU` and ``p <=`` :data:`NEWTON_MAX_P` (public numbers), if its
+    ranges are learned (not ``ranges="declared"``: in codebook boxes its Hessian is
+    floored and its intervals undercover), the model has no Mallows weights
+    (``newton_possible``) and the engine takes every option in ``options``.
+
+    Parameters
+    ----------
+    n, p, family, request
+        As for :func:`choose_engine`.
+    options : Mapping, optional
+        The options the user gave.
+    newton_possible : bool
+        Whether the model can be fitted by noisy Newton (no Mallows weights).
+
+    Returns
+    -------
+    str or None
+    """
+    from dpreg.fits.registry import refused_option
+
+    options = dict(options or {})
+    mu = request_mu(request)
+    if not get_family(family).binary_outcome or not newton_possible \
+            or p > NEWTON_MAX_P or n * mu < NEWTON_MIN_N_MU \
+            or options.get("ranges") == "declared" \
+            or refused_option("newton", options) is not None:
+        return None
+    return (f"engine='auto': newton (noisy Newton) for logistic regression at n mu = "
+            f"{n * mu:,.0f} >= {NEWTON_MIN_N_MU:,} and p = {p} <= {NEWTON_MAX_P}, where "
+            f"its fits covered unwarned at about the non-private length, in a fraction of "
+            f"DP-SGD's time; {NEWTON_CITATION}.")
+
+
 def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest, *,
-                  statistics_possible: bool = True) -> tuple[str, str | None, str]:
+                  statistics_possible: bool = True, newton_possible: bool = True,
+                  options=None) -> tuple[str, str | None, str]:
     """``(engine, cov_type, reason)`` for ``engine="auto"``.
 
     Parameters
@@ -76,6 +125,10 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
         Whether the model can be fitted by the sufficient-statistics engines (the
         outcome has declared bounds and there are no Mallows weights). Where the rule
         picks one of them and they cannot run, the default engine is chosen instead.
+    newton_possible : bool
+        Whether the model can be fitted by noisy Newton (no Mallows weights).
+    options : Mapping, optional
+        The options the user gave (noisy Newton is chosen only if it takes them all).
 
     Returns
     -------
@@ -86,6 +139,9 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
         One line for the summary.
     """
     family = get_family(family)
+    newton = newton_reason(n, p, family, request, options, newton_possible=newton_possible)
+    if newton is not None:
+        return "newton", None, newton
     if not family.squared_loss or not table.RULES:
         # the engines study measured the squared loss only
         return DEFAULT_ENGINE, None, (
@@ -132,19 +188,21 @@ FALLBACK_ENGINES = (DEFAULT_ENGINE, "ssp")
 
 
 def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
-                   options, *, statistics_possible: bool = True
+                   options, *, statistics_possible: bool = True,
+                   newton_possible: bool = True
                    ) -> tuple[str, str | None, str | None]:
     """``(engine, cov_type, reason)`` when no ``engine=`` is given.
 
     The linear family takes :func:`choose_engine`'s choice (the shortest interval that
     covered in the engines study's nearest cell) if that engine takes every option in
     ``options``; otherwise the first of :data:`FALLBACK_ENGINES` that does (so that an
-    option such as ``steps=`` or ``groups=`` keeps meaning what it says). The other
+    option such as ``steps=`` or ``groups=`` keeps meaning what it says). Logistic
+    regression takes noisy Newton where :func:`newton_reason` gives it; the other
     families keep :data:`DEFAULT_ENGINE`, with no reason line. Every input is public.
 
     Parameters
     ----------
-    n, p, family, request, statistics_possible
+    n, p, family, request, statistics_possible, newton_possible
         As for :func:`choose_engine`.
     options : Mapping
         The options the user gave.
@@ -160,6 +218,9 @@ def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
     from dpreg.fits.registry import refused_option
 
     family = get_family(family)
+    newton = newton_reason(n, p, family, request, options, newton_possible=newton_possible)
+    if newton is not None:
+        return "newton", None, newton.replace("engine='auto'", "default engine", 1)
     if not family.squared_loss:
         return DEFAULT_ENGINE, None, None
     if options.get("groups") is not None and refused_option("ssp", options) is None:

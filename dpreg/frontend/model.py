@@ -743,8 +743,10 @@ class DPRegression:
         """No ``engine=``: the rows of a Dask frame go to ``"ssp"`` (the one engine that
         reads them); the linear family gets :func:`dpreg.fits.engine_choice.
         default_engine` (``engine="auto"``'s choice among the engines that take the
-        given options), the other families DP-SGD. Returns the options with the engine
-        and the summary's reason line (or ``None``)."""
+        given options), logistic regression noisy Newton where its rule holds
+        (:func:`dpreg.fits.engine_choice.newton_reason`), the other families DP-SGD.
+        Returns the options with the engine and the summary's reason line (or
+        ``None``)."""
         from dpreg.fits.engine_choice import default_engine
 
         options = {k: v for k, v in options.items() if k != "engine"}
@@ -753,7 +755,8 @@ class DPRegression:
         engine, cov_type, reason = default_engine(
             self._public_rows(options), self.design.k_exog, self.objective.family,
             self._request(options), options,
-            statistics_possible=self._statistics_possible())
+            statistics_possible=self._statistics_possible(),
+            newton_possible=not self.objective.mallows)
         chosen = dict(options, engine=engine)
         if cov_type is not None:
             chosen["cov_type"] = cov_type
@@ -778,7 +781,9 @@ class DPRegression:
         engine, cov_type, reason = choose_engine(
             self._public_rows(options), design.k_exog, self.objective.family,
             self._request(options),
-            statistics_possible=self._statistics_possible())
+            statistics_possible=self._statistics_possible(),
+            newton_possible=not self.objective.mallows,
+            options={k: v for k, v in options.items() if k != "engine"})
         if cov_type == "sandwich" and options.get("groups") is not None:
             cov_type = "cluster"  # with clusters SSP's meat is summed by cluster
         chosen = dict(options, engine=engine)

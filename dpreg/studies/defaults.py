@@ -62,7 +62,8 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
                            "MIXING_SHARE"),
     "dpreg.fits.ssp": ("DEFAULT_SPLIT", "ROBUST_SPLIT"),
     "dpreg.fits.iv": ("DEFAULT_SPLIT", "WEAK_F"),
-    "dpreg.fits.engine_choice": ("DEFAULT_ENGINE", "STATISTICS_ENGINES", "FALLBACK_ENGINES"),
+    "dpreg.fits.engine_choice": ("DEFAULT_ENGINE", "STATISTICS_ENGINES", "FALLBACK_ENGINES",
+                                 "NEWTON_MIN_N_MU", "NEWTON_MAX_P"),
     "dpreg.fits._engine_choice_table": ("RULES",),
     "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
     "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
@@ -148,6 +149,16 @@ NEUTRAL_EXCEPT = {
         "release, estimate, default interval and method's interval is the same); the runs "
         "listed report DP-SGD fits' warnings",
         DPSGD_WARNING_RUNS),
+    "fits.engine_choice.NEWTON_MIN_N_MU": (
+        "logistic regression's default engine is noisy Newton at n mu >= this (p <= "
+        "NEWTON_MAX_P, learned ranges, no Mallows weights or options it lacks); every "
+        "other recorded run fits its logits with engine='dpsgd' given, at n mu below "
+        "it, or with an option noisy Newton does not take; the runs listed fit default "
+        "logits above it",
+        ("statsmodels_datasets.csv", "newton_logit.txt")),
+    "fits.engine_choice.NEWTON_MAX_P": (
+        "the most columns of a logit that the Newton rule takes (see NEWTON_MIN_N_MU)",
+        ("statsmodels_datasets.csv", "newton_logit.txt")),
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).
