@@ -517,7 +517,8 @@ def test_robustness_replicate_and_table():
 def test_huber_with_a_large_c_on_a_dollar_outcome_converges_at_the_defaults():
     """Issue 25, item 5: hourly wages in dollars (log-normal, clipped at the codebook's
     200), schooling and experience in years, Huber with c = 30 dollars, n = 5,000,
-    mu = 5, every other option at its default. Each fit converges without a warning
+    mu = 5, every other option at its default (noisy Newton at this n mu = 25,000) and
+    with engine="dpsgd". Each fit converges without a warning
     and lands within one of its standard errors of the same Huber fit by statsmodels
     (RLM with the threshold held at c dollars: the scale fixed at its start, t = c/s).
     The privacy noise is a quarter of a standard error here, so a path that stalled
@@ -535,15 +536,17 @@ def test_huber_with_a_large_c_on_a_dollar_outcome_converges_at_the_defaults():
     ref = sm.RLM(wage, X, M=sm.robust.norms.HuberT(t=c / scale)).fit(
         update_scale=False, tol=1e-12, maxiter=500).params
     bounds = dict(wage=(0, 200), educ=(0, 25), exper=(0, 60))
-    for seed in range(3):
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", ConvergenceWarning)
-            warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)
-            res = dpreg.dp_huber("wage ~ educ + exper", data, bounds=bounds, c=c, mu=5,
-                                 random_state=seed)
-        assert res.engine == "DP-SGD"
-        np.testing.assert_array_less(np.abs(res.params.to_numpy() - ref),
-                                     res.bse.to_numpy())
+    # DP-SGD, and the default at this n mu = 25,000 (noisy Newton)
+    for engine, label in (("dpsgd", "DP-SGD"), (None, "Noisy Newton")):
+        for seed in range(3):
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", ConvergenceWarning)
+                warnings.simplefilter("ignore", dpreg.exceptions.SeedReuseWarning)
+                res = dpreg.dp_huber("wage ~ educ + exper", data, bounds=bounds, c=c, mu=5,
+                                     random_state=seed, engine=engine)
+            assert res.engine == label
+            np.testing.assert_array_less(np.abs(res.params.to_numpy() - ref),
+                                         res.bse.to_numpy())
 
 
 def test_the_oracle_of_a_huber_fit_in_dollars_converges_without_bounds():

@@ -236,27 +236,24 @@ def test_a_chosen_sandwich_brings_its_meat(monkeypatch):
     assert not any("meat" in event.name for event in plain.ledger.events)
 
 
-def test_logistic_takes_noisy_newton_only_inside_its_studied_region():
+def test_noisy_newton_is_the_default_only_inside_its_studied_region():
     from dpreg.fits.engine_choice import NEWTON_MAX_P, NEWTON_MIN_N_MU, default_engine
 
     mu = PrivacyRequest.from_options(mu=5.0)
     n_in = math.ceil(NEWTON_MIN_N_MU / 5.0)
-    engine, _, reason = default_engine(n_in, NEWTON_MAX_P, "logistic", mu, {})
-    assert engine == "newton" and f"n mu = {n_in * 5:,}" in reason
-    assert choose_engine(n_in, 6, "logistic", mu)[0] == "newton"  # engine="auto" too
-    # below the rule's n mu, above its p, in declared boxes, with Mallows weights or an
-    # option noisy Newton does not take: DP-SGD
-    for args, options, kw in [((n_in - 1, 6), {}, {}), ((n_in, NEWTON_MAX_P + 1), {}, {}),
-                              ((n_in, 6), {"ranges": "declared"}, {}),
-                              ((n_in, 6), {"steps": 1000}, {}),
-                              ((n_in, 6), {"cov_type": "rs"}, {}),
-                              ((n_in, 6), {"groups": "g"}, {}),
-                              ((n_in, 6), {}, {"newton_possible": False})]:
-        assert default_engine(*args, "logistic", mu, options, **kw)[0] == "dpsgd", \
-            (args, options, kw)
-    # the other families never
-    for family in ("linear", "huber", "expectile"):
-        assert default_engine(10 * n_in, 3, family, mu, {})[0] != "newton"
+    for family in ("logistic", "huber", "expectile"):
+        engine, _, reason = default_engine(n_in, NEWTON_MAX_P, family, mu, {})
+        assert engine == "newton" and f"n mu = {n_in * 5:,}" in reason, family
+        assert f"for {family} regression" in reason
+        assert choose_engine(n_in, 6, family, mu)[0] == "newton"  # engine="auto" too
+    # below the rule's n mu, above its p, in declared boxes, or with an option noisy
+    # Newton does not take: DP-SGD
+    for args, options in [((n_in - 1, 6), {}), ((n_in, NEWTON_MAX_P + 1), {}),
+                          ((n_in, 6), {"ranges": "declared"}), ((n_in, 6), {"steps": 1000}),
+                          ((n_in, 6), {"cov_type": "rs"}), ((n_in, 6), {"groups": "g"})]:
+        assert default_engine(*args, "logistic", mu, options)[0] == "dpsgd", (args, options)
+    # the linear family never (its sufficient statistics are SSP's)
+    assert default_engine(10 * n_in, 3, "linear", mu, {})[0] != "newton"
     # an (epsilon, delta) request counts by its Gaussian-DP mu
     eps = PrivacyRequest.from_options(epsilon=30.0, delta=1e-5)
     n_eps = math.ceil(NEWTON_MIN_N_MU / request_mu(eps))

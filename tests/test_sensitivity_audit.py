@@ -40,8 +40,9 @@ def test_the_grid_covers_every_option_value():
     cells = grid_cells()
     # 588 before the scale boxes (form "scale"), 690 before a column without bounds
     # beside bounded ones (form "partial"; not for SSP, which bounds every column), 786
-    # before noisy Newton (logistic, no weights: 3 conditionings times 7 forms)
-    assert len(cells) == len(set(cells)) == 807
+    # before noisy Newton (logistic, Huber, expectile, with Mallows weights or none: 2
+    # times 3 conditionings times 7, 8 and 8 forms)
+    assert len(cells) == len(set(cells)) == 924
     for k, values in enumerate([{"dpsgd", "dpgd", "ldp_sgd", "ssp", "newton"},
                                 {"uniform", "poisson", "clusters", None},
                                 {"linear", "huber", "expectile", "logistic"},

@@ -333,11 +333,11 @@ def _newton_statistics(model, cond, pub, thetas, names, opts):
     """The noisy Newton engine's Hessians and score covariances (the package's matrix
     statistics, as the engine calls them) and its mean gradients (the engine's own
     function), at each of ``thetas``."""
-    from dpreg.engines.newton import mean_gradient
+    from dpreg.inference.plugin import mean_gradient
 
     problem = model.problem
     Z, y = _engine_rows(problem, cond)
-    return {name: [mean_gradient(Z, y, t, pub.x_bound) if which == "grad"
+    return {name: [mean_gradient(Z, y, t, problem.objective, pub.clip) if which == "grad"
                    else problem.matrix_statistic(which, Z, pub, t) for t in thetas]
             for name, which in names.items()}
 
@@ -436,7 +436,7 @@ def grid_cells() -> list[tuple]:
     bounds forms of :data:`GRID_FORMS`. DP-GD releases a matrix only with its
     preconditioner; LDP-SGD's ``"private"`` is ``"bounds"``; a 0/1 outcome has no
     transform; SSP fits the linear family without weights, with every column bounded;
-    noisy Newton fits the logistic family without weights.
+    noisy Newton the other three families.
 
     Returns
     -------
@@ -451,8 +451,7 @@ def grid_cells() -> list[tuple]:
                 or (engine == "ldp_sgd" and condition == "private") \
                 or (engine == "ssp" and (not get_family(family).squared_loss
                                          or weights is not None or form == "partial")) \
-                or (engine == "newton" and (not get_family(family).binary_outcome
-                                            or weights is not None)) \
+                or (engine == "newton" and get_family(family).squared_loss) \
                 or (get_family(family).binary_outcome and form == "response"):
             continue
         cells.append((engine, sampling, family, weights, condition, form))
@@ -485,15 +484,17 @@ GRID_SAMPLE = [
     ("ssp", "clusters", "linear", None, "bounds", "interaction"),
     ("newton", None, "logistic", None, "none", "square"),
     ("newton", None, "logistic", None, "private", "partial"),
+    ("newton", None, "huber", "mallows", "none", "interaction"),
+    ("newton", None, "expectile", None, "bounds", "response"),
 ]
 
 
 def ranges_cells() -> list[tuple]:
     """The cells whose ``fit(ranges="private")`` release is audited: every central
     engine and sampling (DP-SGD under both, DP-GD, SSP, noisy Newton) and every bounds
-    form, for the linear family (the logistic for noisy Newton, which fits no other; the
-    histograms do not depend on the family, weights or conditioning: they count the raw
-    bounded columns).
+    form, for the linear family (the logistic for noisy Newton, which does not fit it;
+    the histograms do not depend on the family, weights or conditioning: they count the
+    raw bounded columns).
 
     Returns
     -------

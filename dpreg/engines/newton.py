@@ -1,31 +1,36 @@
-"""Noisy Newton steps for logistic regression: the releases, the steps, the covariance.
+"""Noisy Newton steps: the releases, the steps, the covariance.
 
 After Avella-Medina, Bradshaw and Loh (2023), "Differentially private inference via noisy
 optimization", Ann. Statist. (noisy Newton). The rows ``z_i`` are in the engine's
-coordinates (bounded columns mapped into ``[-1, 1]`` by their ranges), clipped to the
-public norm bound ``B`` (``x_bound``); ``y_i`` in ``[0, 1]``. Every release is a mean over
-the ``n`` rows with Gaussian noise (replace-one adjacency, ``n`` public):
+coordinates (bounded columns mapped into ``[-1, 1]`` by their ranges). Every release is a
+mean over the ``n`` rows with Gaussian noise (replace-one adjacency, ``n`` public), each
+row's term bounded as the package's other releases of the same statistic bound it
+(:meth:`dpreg.fits.common.Problem.matrix_sensitivity`):
 
-* a gradient ``g(theta) = n^-1 sum_i z_i (expit(z_i' theta) - y_i)``, each row's term at
-  most ``B`` in norm, so sensitivity ``2 B / n`` (:data:`MECHANISMS` ``"gradients"``, one
-  release per step, and ``"last"``, the last step's, which stays in the estimate);
-* the Hessian ``n^-1 sum_i w_i z_i z_i'``, ``w_i = p_i (1 - p_i) <= 1/4``: sensitivity
-  ``B^2 / (2 n)`` in Frobenius norm (the package's ``"Hessian A"``, twice);
-* the score covariance ``n^-1 sum_i g_i g_i'`` at the last estimate: ``2 B^2 / n`` (the
-  package's ``"score covariance S"``).
+* a gradient ``n^-1 sum_i g~_i`` of the per-row gradients clipped at ``clip`` (for the
+  logistic family ``clip = B``, the rows' norm bound, so nothing is clipped), sensitivity
+  ``2 clip / n`` (:data:`MECHANISMS` ``"gradients"``, one release per step, and
+  ``"last"``, the last step's, which stays in the estimate);
+* the Hessian ``n^-1 sum_i h_i z_i z_i'``, ``h_i <= hess_bound`` (the package's
+  ``"Hessian A"``, twice): ``2 hess_bound B^2 / n`` in Frobenius norm (``B^2 / (2n)``
+  for the logistic family);
+* the score covariance ``n^-1 sum_i g~_i g~_i'`` at the last estimate: ``2 clip^2 / n``
+  (the package's ``"score covariance S"``).
 
-The path. The first gradient is taken at ``theta = 0``, where the intercept's entry is
-``1/2 - ybar``: the start is the intercept-only fit ``logit(ybar~)`` (no intercept: the
-start is 0 and that gradient is the first step's). Then :data:`STEPS` Newton steps
+The path. For the logistic family with an intercept the first gradient is taken at
+``theta = 0``, where the intercept's entry is ``1/2 - ybar``: the start is the
+intercept-only fit ``logit(ybar~)``. Otherwise the start is public (the location
+families': the intercept at the outcome's private median, as DP-SGD starts) and that
+gradient is the first step's. Then :data:`STEPS` Newton steps
 ``theta_k = theta_{k-1} - H~^-1 g~(theta_{k-1})``, each on its own released gradient,
 with a Hessian released at the steps in :data:`HESSIAN_AT` (each reused until the next:
 a Hessian's noise limits how fast the steps contract, so two well-paid Hessians beat one
-per step), its eigenvalues moved into ``[2 sqrt(p) s_H, B^2 / 4]`` (the noise's operator
-norm; the largest a Hessian can be).
+per step), its eigenvalues moved into ``[2 sqrt(p) s_H, hess_bound B^2]`` (the noise's
+operator norm; the largest a Hessian can be).
 
 The covariance of the last estimate, in the engine's coordinates, adds to the sandwich
-``H~^-1 S~ H~^-1 / n`` the privacy part ``Sigma_K`` of the steps. Near the maximum of the
-likelihood ``theta^`` a step's error ``e_k = theta_k - theta^`` is
+``H~^-1 S~ H~^-1 / n`` the privacy part ``Sigma_K`` of the steps. Near the minimum
+``theta^`` of the loss a step's error ``e_k = theta_k - theta^`` is
 ``(I - H~^-1 H) e_{k-1} - H~^-1 xi_k = H~^-1 E e_{k-1} - H~^-1 xi_k``, with ``E = H~ - H``
 the Hessian's noise (entries of variance ``s_H^2``) and ``xi_k`` the gradient's
 (``s_k^2 I``). For symmetric Gaussian ``E``, ``E[E M E] = s_H^2 (M + tr(M) I)``, so
@@ -45,14 +50,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import special
 
-from dpreg.inference.plugin import clip_rows, floor_eigenvalues
+from dpreg.inference.plugin import floor_eigenvalues
 from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
-__all__ = ["NewtonSettings", "NewtonOutput", "newton_events", "run_newton", "mean_gradient",
-           "MECHANISMS", "STEPS", "HESSIAN_AT", "SHARES"]
+__all__ = ["NewtonSettings", "NewtonOutput", "newton_events", "run_newton", "MECHANISMS",
+           "STEPS", "HESSIAN_AT", "SHARES"]
 
 #: Newton steps after the start, and the steps at which a Hessian is released.
 STEPS = 8
@@ -77,28 +81,39 @@ class NewtonSettings:
         Rows (public).
     p : int
         Columns.
-    x_bound : float
-        ``B``: the norm bound of a row in the engine's coordinates.
+    gradient_sensitivity, hessian_sensitivity, score_sensitivity : float
+        Replace-one L2 (Frobenius) sensitivities of a gradient, a Hessian and the score
+        covariance (module notes).
+    hessian_cap, score_cap : float
+        The largest eigenvalue a Hessian and the score covariance can have (one row's
+        term at most: ``hess_bound B^2`` and ``clip^2``).
     intercept : int or None
         The intercept's column (``None``: none).
+    start_from_rate : bool
+        Start at the intercept-only logistic fit read off the first gradient (logistic
+        family with an intercept); otherwise the start is given.
     """
 
     n: int
     p: int
-    x_bound: float
+    gradient_sensitivity: float
+    hessian_sensitivity: float
+    score_sensitivity: float
+    hessian_cap: float
+    score_cap: float
     intercept: int | None
+    start_from_rate: bool = False
 
     @property
     def early_gradients(self) -> int:
-        """Gradients released before the last: the start's and steps ``1..K-1``'s (the
-        start's is the first step's without an intercept)."""
-        return STEPS if self.intercept is not None else STEPS - 1
+        """Gradients released before the last: the start's and steps ``1..K-1``'s (with
+        a given start, the start's is the first step's)."""
+        return STEPS if self.start_from_rate else STEPS - 1
 
     def sensitivities(self) -> dict[str, float]:
-        """Replace-one L2 (Frobenius) sensitivities of the four kinds of release."""
-        B, n = self.x_bound, self.n
-        return {"gradients": 2 * B / n, "last": 2 * B / n, "hessians": B ** 2 / (2 * n),
-                "score": 2 * B ** 2 / n}
+        """Sensitivities of the four kinds of release, by key of :data:`MECHANISMS`."""
+        return {"gradients": self.gradient_sensitivity, "last": self.gradient_sensitivity,
+                "hessians": self.hessian_sensitivity, "score": self.score_sensitivity}
 
 
 def newton_events(settings: NewtonSettings, mu_scale: float) -> list[GaussianMechanismEvent]:
@@ -154,57 +169,45 @@ class NewtonOutput:
     start_rate: float | None
 
 
-def mean_gradient(Z: np.ndarray, y: np.ndarray, theta: np.ndarray,
-                  x_bound: float) -> np.ndarray:
-    """``n^-1 sum_i z~_i (expit(z~_i' theta) - y_i)``, the rows ``z~_i`` clipped to norm
-    ``x_bound``: each row's term is at most ``x_bound`` in norm (``|p - y| <= 1`` for
-    ``y`` in ``[0, 1]``), the bound the gradients' sensitivity assumes."""
-    Zc = clip_rows(Z, x_bound)
-    return Zc.T @ (special.expit(Zc @ theta) - y) / Z.shape[0]
-
-
-def run_newton(Z: np.ndarray, y: np.ndarray, settings: NewtonSettings,
-               events: list[GaussianMechanismEvent],
-               matrix: Callable[[str, np.ndarray], np.ndarray],
+def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
+               statistic: Callable[[str, np.ndarray], np.ndarray], theta0: np.ndarray,
                rng: np.random.Generator) -> NewtonOutput:
     """The start, :data:`STEPS` noisy Newton steps and the covariance (module notes).
 
     Parameters
     ----------
-    Z : ndarray (n, p)
-        Rows in the engine's coordinates.
-    y : ndarray (n,)
-        Outcome in ``[0, 1]``.
     settings : NewtonSettings
     events : list of GaussianMechanismEvent
         :func:`newton_events`' calibrated releases.
-    matrix : callable
-        ``matrix(which, theta)``: the Hessian (``"A"``) or score covariance (``"S"``) of
-        the rows at ``theta``, each row's term within the bound the sensitivity assumes
-        (:meth:`dpreg.fits.common.Problem.matrix_statistic`).
+    statistic : callable
+        ``statistic(which, theta)``: the mean clipped gradient (``"g"``), the Hessian
+        (``"A"``) or the score covariance (``"S"``) of the rows at ``theta`` (engine
+        coordinates), each row's term within the bound its sensitivity assumes.
+    theta0 : ndarray (p,)
+        The public start (zeros for the logistic family's start from the rate).
     rng : numpy.random.Generator
 
     Returns
     -------
     NewtonOutput
     """
-    n, p = Z.shape
+    p, n = settings.p, settings.n
     sd = {key: e.noise_std for key, e in zip(MECHANISMS, events, strict=True)}
-    B = settings.x_bound
 
     def gradient(theta: np.ndarray, key: str) -> np.ndarray:
-        return mean_gradient(Z, y, theta, B) + rng.normal(0.0, sd[key], p)
+        return statistic("g", theta) + rng.normal(0.0, sd[key], p)
 
-    theta = np.zeros(p)
+    theta = np.array(theta0, dtype=float)
     start_rate = None
-    g = gradient(theta, "gradients")  # at theta = 0
-    if settings.intercept is not None:
-        # the intercept's entry of the gradient at 0 is 1/2 - ybar
+    g = gradient(theta, "gradients")  # at the start (the first step's, or the rate's)
+    if settings.start_from_rate:
+        # at theta = 0 the intercept's entry of the logistic gradient is 1/2 - ybar
         j = settings.intercept
         start_rate = min(max(0.5 - float(g[j]), 1.0 / n), 1.0 - 1.0 / n)
+        theta[:] = 0.0
         theta[j] = math.log(start_rate / (1.0 - start_rate))
         g = None
-    floor, cap = 2.0 * math.sqrt(p) * sd["hessians"], B ** 2 / 4
+    floor, cap = 2.0 * math.sqrt(p) * sd["hessians"], settings.hessian_cap
     sigma = np.zeros((p, p))
     H_inv = hessian = None
     floored = 0
@@ -214,15 +217,15 @@ def run_newton(Z: np.ndarray, y: np.ndarray, settings: NewtonSettings,
         if g is None:
             g = gradient(theta, key)
         if k in HESSIAN_AT:
-            noisy = matrix("A", theta) + symmetric_gaussian_noise(p, sd["hessians"], rng)
+            noisy = statistic("A", theta) + symmetric_gaussian_noise(p, sd["hessians"], rng)
             hessian, floored = floor_eigenvalues(noisy, floor, cap)
             H_inv = np.linalg.inv(hessian)
         theta = theta - H_inv @ g
         inner = sd["hessians"] ** 2 * (sigma + np.trace(sigma) * eye) + sd[key] ** 2 * eye
         sigma = H_inv @ inner @ H_inv
         g = None
-    noisy_s = matrix("S", theta) + symmetric_gaussian_noise(p, sd["score"], rng)
-    score, _ = floor_eigenvalues(noisy_s, 0.0, B ** 2)
+    noisy_s = statistic("S", theta) + symmetric_gaussian_noise(p, sd["score"], rng)
+    score, _ = floor_eigenvalues(noisy_s, 0.0, settings.score_cap)
     cov = H_inv @ score @ H_inv / n + sigma
     return NewtonOutput(params=theta, cov=(cov + cov.T) / 2, hessian=hessian,
                         floored=floored, floor=floor, start_rate=start_rate)

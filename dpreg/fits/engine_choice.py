@@ -36,12 +36,13 @@ CITATION = "docs: Engines compared (python -m dpreg study engines)"
 #: The engine of families the study does not cover.
 DEFAULT_ENGINE = "dpsgd"
 
-#: Logistic regression runs noisy Newton (``engine="newton"``) where ``n mu`` is at least
-#: this and ``p`` at most :data:`NEWTON_MAX_P`: the Newton study's region where its fits
-#: were unwarned and covered like the non-private fit, at about its length
-#: (``validation/newton_logit.py --engine``; the logistic family's user guide page).
+#: Logistic, Huber and expectile regression run noisy Newton (``engine="newton"``) where
+#: ``n mu`` is at least this and ``p`` at most :data:`NEWTON_MAX_P`: the Newton studies'
+#: region where its fits were unwarned and covered like the non-private fit, at about its
+#: length (``validation/newton_logit.py --engine``, ``validation/newton_location.py``;
+#: the logistic family's user guide page).
 NEWTON_MIN_N_MU = 25_000
-#: The most columns the Newton study measured (statsmodels' fair logit, p = 8).
+#: The most columns the Newton studies measured (statsmodels' fair logit, p = 8).
 NEWTON_MAX_P = 8
 #: Where a summary's reason line points for the Newton rule.
 NEWTON_CITATION = "docs: the logistic family, 'Noisy Newton'"
@@ -71,14 +72,14 @@ STATISTICS_ENGINES = ("ssp", "adassp")
 
 
 def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
-                  options=None, *, newton_possible: bool = True) -> str | None:
-    """The reason line if logistic regression's choice is noisy Newton, else ``None``.
+                  options=None) -> str | None:
+    """The reason line if the default is noisy Newton, else ``None``.
 
-    Noisy Newton is chosen for the logistic family where ``n mu >=``
-    :data:`NEWTON_MIN_N_MU` and ``p <=`` :data:`NEWTON_MAX_P` (public numbers), if its
-    ranges are learned (not ``ranges="declared"``: in codebook boxes its Hessian is
-    floored and its intervals undercover), the model has no Mallows weights
-    (``newton_possible``) and the engine takes every option in ``options``.
+    Noisy Newton is chosen for the logistic, Huber and expectile families where
+    ``n mu >=`` :data:`NEWTON_MIN_N_MU` and ``p <=`` :data:`NEWTON_MAX_P` (public
+    numbers), if its ranges are learned (not ``ranges="declared"``: in codebook boxes its
+    Hessian is floored and its intervals undercover) and the engine takes every option
+    in ``options``.
 
     Parameters
     ----------
@@ -86,8 +87,6 @@ def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
         As for :func:`choose_engine`.
     options : Mapping, optional
         The options the user gave.
-    newton_possible : bool
-        Whether the model can be fitted by noisy Newton (no Mallows weights).
 
     Returns
     -------
@@ -96,20 +95,20 @@ def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
     from dpreg.fits.registry import refused_option
 
     options = dict(options or {})
+    family = get_family(family)
     mu = request_mu(request)
-    if not get_family(family).binary_outcome or not newton_possible \
-            or p > NEWTON_MAX_P or n * mu < NEWTON_MIN_N_MU \
+    if family.squared_loss or p > NEWTON_MAX_P or n * mu < NEWTON_MIN_N_MU \
             or options.get("ranges") == "declared" \
             or refused_option("newton", options) is not None:
         return None
-    return (f"engine='auto': newton (noisy Newton) for logistic regression at n mu = "
+    return (f"engine='auto': newton (noisy Newton) for {family.name} regression at n mu = "
             f"{n * mu:,.0f} >= {NEWTON_MIN_N_MU:,} and p = {p} <= {NEWTON_MAX_P}, where "
             f"its fits covered unwarned at about the non-private length, in a fraction of "
             f"DP-SGD's time; {NEWTON_CITATION}.")
 
 
 def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest, *,
-                  statistics_possible: bool = True, newton_possible: bool = True,
+                  statistics_possible: bool = True,
                   options=None) -> tuple[str, str | None, str]:
     """``(engine, cov_type, reason)`` for ``engine="auto"``.
 
@@ -125,8 +124,6 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
         Whether the model can be fitted by the sufficient-statistics engines (the
         outcome has declared bounds and there are no Mallows weights). Where the rule
         picks one of them and they cannot run, the default engine is chosen instead.
-    newton_possible : bool
-        Whether the model can be fitted by noisy Newton (no Mallows weights).
     options : Mapping, optional
         The options the user gave (noisy Newton is chosen only if it takes them all).
 
@@ -139,7 +136,7 @@ def choose_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
         One line for the summary.
     """
     family = get_family(family)
-    newton = newton_reason(n, p, family, request, options, newton_possible=newton_possible)
+    newton = newton_reason(n, p, family, request, options)
     if newton is not None:
         return "newton", None, newton
     if not family.squared_loss or not table.RULES:
@@ -188,21 +185,20 @@ FALLBACK_ENGINES = (DEFAULT_ENGINE, "ssp")
 
 
 def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest,
-                   options, *, statistics_possible: bool = True,
-                   newton_possible: bool = True
+                   options, *, statistics_possible: bool = True
                    ) -> tuple[str, str | None, str | None]:
     """``(engine, cov_type, reason)`` when no ``engine=`` is given.
 
     The linear family takes :func:`choose_engine`'s choice (the shortest interval that
     covered in the engines study's nearest cell) if that engine takes every option in
     ``options``; otherwise the first of :data:`FALLBACK_ENGINES` that does (so that an
-    option such as ``steps=`` or ``groups=`` keeps meaning what it says). Logistic
-    regression takes noisy Newton where :func:`newton_reason` gives it; the other
-    families keep :data:`DEFAULT_ENGINE`, with no reason line. Every input is public.
+    option such as ``steps=`` or ``groups=`` keeps meaning what it says). The other
+    families take noisy Newton where :func:`newton_reason` gives it, and
+    :data:`DEFAULT_ENGINE` otherwise, with no reason line. Every input is public.
 
     Parameters
     ----------
-    n, p, family, request, statistics_possible, newton_possible
+    n, p, family, request, statistics_possible
         As for :func:`choose_engine`.
     options : Mapping
         The options the user gave.
@@ -218,7 +214,7 @@ def default_engine(n: int, p: int, family: str | Family, request: PrivacyRequest
     from dpreg.fits.registry import refused_option
 
     family = get_family(family)
-    newton = newton_reason(n, p, family, request, options, newton_possible=newton_possible)
+    newton = newton_reason(n, p, family, request, options)
     if newton is not None:
         return "newton", None, newton.replace("engine='auto'", "default engine", 1)
     if not family.squared_loss:

@@ -1,9 +1,9 @@
 """Noisy Newton (``engine="newton"``): plan, release the steps' statistics, record.
 
-Logistic regression by a start at the intercept-only fit and eight Newton steps on
-released gradients and two released Hessians, with a plug-in covariance that counts the
-sampling variance, the last gradient's noise and the earlier gradients' noise that the
-noisy Hessian leaves (after Avella-Medina, Bradshaw and Loh 2023; the releases, their
+Logistic, Huber and expectile regression by a start and eight Newton steps on released
+gradients and two released Hessians, with a plug-in covariance that counts the sampling
+variance, the last gradient's noise and the earlier gradients' noise that the noisy
+Hessian leaves (after Avella-Medina, Bradshaw and Loh 2023; the releases, their
 sensitivities and the covariance are in :mod:`dpreg.engines.newton`).
 
 Where it is valid, and where not (``validation/newton_logit.py``; the user guide's
@@ -11,7 +11,9 @@ page on the logistic family): with privately learned ranges it covers like the
 non-private fit, at about its length and in a small fraction of DP-SGD's time, where
 the Hessian's noise is small against its curvature (large ``n mu``). Where that noise
 floors an eigenvalue of the last Hessian the steps do not contract in that direction and
-the intervals undercover; the fit then warns (:data:`FLOORED_WARNING`).
+the intervals undercover; the fit then warns (:data:`FLOORED_WARNING`). Logistic
+regression's default at large ``n mu`` (:func:`dpreg.fits.engine_choice.newton_reason`);
+for Huber and expectile regression it is an option.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from dpreg.fits.common import FitRecord, Problem, build_results, calibrate_and_r
 from dpreg.fits.options import CommonOptions
 from dpreg.inference.base import Inference, NormalLaw
 from dpreg.inference.methods import engine_methods
+from dpreg.inference.plugin import mean_gradient
 from dpreg.inference.ssp_estimator import ReleaseReport
 from dpreg.results import DPRegressionResults, Settings
 
@@ -46,8 +49,9 @@ LABEL = "Noisy Newton"
 FLOORED_WARNING = (
     "{k} eigenvalue(s) of the last private Hessian fell under its noise floor: in that "
     "direction the Newton steps did not contract, and the intervals, which do not see it, "
-    "undercover (measured: validation/newton_logit.py). Raise the budget, or use "
-    "engine='dpsgd', whose checks cover or warn at this budget.")
+    "undercover (measured: validation/newton_logit.py). Do not report these intervals; "
+    "with a new budget (a second release spends its own), fit with engine='dpsgd', whose "
+    "intervals cover or warn at budgets like this one.")
 
 
 @dataclass(frozen=True)
@@ -57,29 +61,37 @@ class NewtonOptions(CommonOptions):
 
     cov_types: ClassVar[tuple[str, ...]] = engine_methods("newton", "plugin")
     scope: ClassVar[str] = ("noisy Newton: a start and eight Newton steps on released "
-                            "gradients and Hessians, logistic regression only")
+                            "gradients and Hessians, logistic, Huber and expectile "
+                            "regression")
 
 
 def _check_newton_problem(problem: Problem) -> None:
     family = problem.objective.family
-    if not family.binary_outcome:  # the logistic family
-        raise OptionError(f"engine='newton' fits logistic regression only; the model's "
-                          f"family is {family.name!r}")
-    if problem.objective.mallows:
-        raise OptionError("engine='newton' does not support weights='mallows'")
+    if family.squared_loss:
+        raise OptionError(f"engine='newton' fits logistic, Huber and expectile regression; "
+                          f"for the model's family {family.name!r} use engine='ssp' (its "
+                          "sufficient statistics are the Newton step)")
     if problem.groups is not None:
         raise OptionError("engine='newton' does not take groups= (clusters as the privacy "
                           "unit): use engine='dpsgd'")
 
 
 def _plan(problem: Problem, opts: NewtonOptions):
-    """Public settings and the coordinates (public quantities only)."""
+    """Public settings, the coordinates and the start (public quantities only)."""
     cond = problem.coordinates(opts.condition)
     pub = problem.public_settings(opts, cond, full_batch=True)
     design = problem.design
-    settings = NewtonSettings(n=design.nobs, p=design.k_exog, x_bound=float(pub.x_bound),
-                              intercept=problem.intercept_column())
-    return pub, cond, settings
+    n, obj = design.nobs, problem.objective
+    intercept = problem.intercept_column()
+    from_rate = obj.family.binary_outcome and intercept is not None
+    settings = NewtonSettings(
+        n=n, p=design.k_exog, gradient_sensitivity=2.0 * pub.clip / n,
+        hessian_sensitivity=problem.matrix_sensitivity("A", pub, n),
+        score_sensitivity=problem.matrix_sensitivity("S", pub, n),
+        hessian_cap=obj.hess_bound * pub.row_sq_bound, score_cap=pub.clip ** 2,
+        intercept=intercept, start_from_rate=from_rate)
+    theta0 = np.zeros(design.k_exog) if from_rate else cond.to_engine(problem.start(None))
+    return pub, cond, settings, theta0
 
 
 def events_builder(problem: Problem, opts: NewtonOptions):
@@ -104,12 +116,12 @@ def events_builder(problem: Problem, opts: NewtonOptions):
 
 def fit_newton(problem: Problem, opts: NewtonOptions, request,
                given=frozenset()) -> DPRegressionResults:
-    """Fit logistic regression by noisy Newton steps.
+    """Fit logistic, Huber or expectile regression by noisy Newton steps.
 
     Parameters
     ----------
     problem : dpreg.fits.common.Problem
-        Logistic family, no Mallows weights, no clusters.
+        Logistic, Huber or expectile family (Mallows weights too), no clusters.
     opts : NewtonOptions
         Validated options.
     request : dpreg.privacy.PrivacyRequest
@@ -124,22 +136,29 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     Notes
     -----
     Four kinds of Gaussian release, one ledger row each (:mod:`dpreg.engines.newton`):
-    the gradients before the last (eight with an intercept: the start's and seven
-    steps'), the last gradient, two Hessians and the score covariance, with shares
+    the gradients before the last (a logit with an intercept: eight, the start's and
+    seven steps'; otherwise seven), the last gradient, two Hessians and the score
+    covariance, with shares
     0.29, 0.31, 0.30 and 0.10 of what the private ranges leave of ``mu^2`` (or ``rho``).
     The ``"plugin"`` interval is normal with the covariance of
     :func:`dpreg.engines.newton.run_newton`; it is for the population coefficients.
     """
     _check_newton_problem(problem)
     design = problem.design
-    pub, cond, settings = _plan(problem, opts)
+    pub, cond, settings, theta0 = _plan(problem, opts)
     events, ledger = calibrate_and_record(
         request, lambda s: newton_events(settings, s), design.nobs,
-        f"noisy Newton with x_bound = {settings.x_bound:.4g}", prior=problem.prior)
+        f"noisy Newton with clip = {pub.clip:.4g}", prior=problem.prior)
     rng = np.random.default_rng(pub.seed)
     Z = cond.design(design.exog)
-    out = run_newton(Z, np.asarray(design.endog, float), settings, events,
-                     lambda which, theta: problem.matrix_statistic(which, Z, pub, theta), rng)
+    y = np.asarray(design.endog, float)
+
+    def statistic(which: str, theta: np.ndarray) -> np.ndarray:
+        if which == "g":
+            return mean_gradient(Z, y, theta, problem.objective, pub.clip)
+        return problem.matrix_statistic(which, Z, pub, theta)
+
+    out = run_newton(settings, events, statistic, theta0, rng)
     params, cov = cond.params(out.params), cond.covariance(out.cov)
     note = ("Plug-in (noisy Newton): normal interval from the sandwich of the last private "
             "Hessian and the private score covariance, plus the gradients' noise that "
@@ -151,7 +170,8 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     if out.floored:
         report = ReleaseReport(warnings=(FLOORED_WARNING.format(k=out.floored),))
     table = {
-        "engine": "newton", "x_bound": settings.x_bound, "conditioning": cond.description,
+        "engine": "newton", "x_bound": pub.x_bound, "clip": pub.clip,
+        "conditioning": cond.description,
         "steps": STEPS, "hessians_at": ", ".join(str(k) for k in HESSIAN_AT),
         "start_rate": out.start_rate, "hessian_floor": out.floor,
         "floored": out.floored,
@@ -161,9 +181,9 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     labels = {"start_rate": "start: ybar (private)", "hessian_floor": "Hessian floor",
               "floored": "eigenvalues floored", "hessians_at": "Hessians at steps"}
     diagnostics = None
-    if opts.diagnostics:
+    if opts.diagnostics and pub.x_bound is not None:
         norms = np.sqrt(np.einsum("ij,ij->i", Z, Z))
-        diagnostics = {"rows_clipped": int(np.sum(norms > settings.x_bound))}
+        diagnostics = {"rows_clipped": int(np.sum(norms > pub.x_bound))}
     return build_results(problem, FitRecord(
         params=params, inferences=inferences, cov_type=opts.cov_type, engine=LABEL,
         settings=Settings.from_values(table, labels), notes=tuple(notes), ledger=ledger,

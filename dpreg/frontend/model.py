@@ -743,8 +743,8 @@ class DPRegression:
         """No ``engine=``: the rows of a Dask frame go to ``"ssp"`` (the one engine that
         reads them); the linear family gets :func:`dpreg.fits.engine_choice.
         default_engine` (``engine="auto"``'s choice among the engines that take the
-        given options), logistic regression noisy Newton where its rule holds
-        (:func:`dpreg.fits.engine_choice.newton_reason`), the other families DP-SGD.
+        given options), the other families noisy Newton where its rule holds
+        (:func:`dpreg.fits.engine_choice.newton_reason`) and DP-SGD otherwise.
         Returns the options with the engine and the summary's reason line (or
         ``None``)."""
         from dpreg.fits.engine_choice import default_engine
@@ -755,8 +755,7 @@ class DPRegression:
         engine, cov_type, reason = default_engine(
             self._public_rows(options), self.design.k_exog, self.objective.family,
             self._request(options), options,
-            statistics_possible=self._statistics_possible(),
-            newton_possible=not self.objective.mallows)
+            statistics_possible=self._statistics_possible())
         chosen = dict(options, engine=engine)
         if cov_type is not None:
             chosen["cov_type"] = cov_type
@@ -782,7 +781,6 @@ class DPRegression:
             self._public_rows(options), design.k_exog, self.objective.family,
             self._request(options),
             statistics_possible=self._statistics_possible(),
-            newton_possible=not self.objective.mallows,
             options={k: v for k, v in options.items() if k != "engine"})
         if cov_type == "sandwich" and options.get("groups") is not None:
             cov_type = "cluster"  # with clusters SSP's meat is summed by cluster

@@ -15,7 +15,8 @@ import numpy as np
 from dpreg.families import dispatch
 from dpreg.inference.base import Inference, NormalLaw
 
-__all__ = ["hessian_matrix", "score_matrix", "cluster_score_matrix", "second_moment_matrix",
+__all__ = ["hessian_matrix", "mean_gradient", "score_matrix", "cluster_score_matrix",
+           "second_moment_matrix",
            "floor_eigenvalues", "path_variance", "plugin_inference"]
 
 
@@ -90,6 +91,15 @@ def _clipped_gradient_blocks(X, y, theta, objective, clip: float):
                                    objective.family.code, objective.c, objective.tau, theta,
                                    clip, g)
         yield rows, g
+
+
+def mean_gradient(X, y, theta, objective, clip: float) -> np.ndarray:
+    """``n^{-1} sum_i g~_i``: the mean of the weighted per-example gradients clipped at
+    ``clip`` (each term at most ``clip`` in norm)."""
+    out = np.zeros(X.shape[1])
+    for _, g in _clipped_gradient_blocks(X, y, theta, objective, clip):
+        out += g.sum(axis=0)
+    return out / X.shape[0]
 
 
 def score_matrix(X, y, theta, objective, clip: float) -> np.ndarray:

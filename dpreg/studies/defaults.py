@@ -150,15 +150,15 @@ NEUTRAL_EXCEPT = {
         "listed report DP-SGD fits' warnings",
         DPSGD_WARNING_RUNS),
     "fits.engine_choice.NEWTON_MIN_N_MU": (
-        "logistic regression's default engine is noisy Newton at n mu >= this (p <= "
-        "NEWTON_MAX_P, learned ranges, no Mallows weights or options it lacks); every "
-        "other recorded run fits its logits with engine='dpsgd' given, at n mu below "
-        "it, or with an option noisy Newton does not take; the runs listed fit default "
-        "logits above it",
-        ("statsmodels_datasets.csv", "newton_logit.txt")),
+        "the default engine of logistic, Huber and expectile regression is noisy Newton "
+        "at n mu >= this (p <= NEWTON_MAX_P, learned ranges, no option it lacks); every "
+        "other recorded run fits these families with an engine given, at n mu below it, "
+        "with p above NEWTON_MAX_P, or with an option noisy Newton does not take; the "
+        "runs listed fit default ones above it",
+        ("statsmodels_datasets.csv", "newton_logit.txt", "huber_natural_units.csv")),
     "fits.engine_choice.NEWTON_MAX_P": (
-        "the most columns of a logit that the Newton rule takes (see NEWTON_MIN_N_MU)",
-        ("statsmodels_datasets.csv", "newton_logit.txt")),
+        "the most columns the Newton rule takes (see NEWTON_MIN_N_MU)",
+        ("statsmodels_datasets.csv", "newton_logit.txt", "huber_natural_units.csv")),
 }
 #: Prefixes of defaults added with a front end or estimator that no earlier run used: a
 #: run that lacks them is not stale for them (its fits never read them).
