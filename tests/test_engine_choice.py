@@ -280,3 +280,21 @@ def test_a_default_logit_at_large_n_mu_runs_noisy_newton_and_says_why():
     assert "default engine: newton (noisy Newton)" in res.summary().as_text()
     assert res.ledger.events[0].name == "ranges (noisy histograms)"  # learned ranges
     assert small.engine == "DP-SGD" and declared.engine == "DP-SGD"
+
+
+def test_noisy_newton_is_not_the_default_where_no_range_can_be_learned():
+    # a logit without declared bounds learns no range: the Newton rule needs learned
+    # ranges (in unlearned boxes its Hessian is floored), so the default stays DP-SGD
+    from dpreg.fits.engine_choice import NEWTON_MIN_N_MU
+    from dpreg.frontend.model import DPRegression
+
+    rng = np.random.default_rng(4)
+    n = math.ceil(NEWTON_MIN_N_MU / 10)
+    x = rng.uniform(-2, 2, n)
+    data = pd.DataFrame({"x": x, "y": (rng.random(n) < 1 / (1 + np.exp(-x))).astype(float)})
+    unbounded = DPRegression.from_formula("y ~ x", data, family="logistic")
+    bounded = DPRegression.from_formula("y ~ x", data, family="logistic",
+                                        bounds={"x": (-2, 2), "y": (0, 1)})
+    assert unbounded._resolve_default({"mu": 10})[0]["engine"] == "dpsgd"
+    assert bounded._resolve_default({"mu": 10})[0]["engine"] == "newton"
+    assert unbounded._resolve_auto({"mu": 10, "engine": "auto"})[0]["engine"] == "dpsgd"

@@ -722,10 +722,10 @@ class DPRegression:
 
     def _resolve_ranges(self, options: dict) -> dict:
         """``ranges="auto"`` (the default): ``"private"`` where the engine's intervals are
-        for the population and it can learn the ranges (DP-SGD and SSP; some numeric
-        column has declared bounds, the rows are a pandas frame or arrays in memory, no
-        ``groups=`` or ``absorb=``, and a given ``budget_split`` names the ranges'
-        share), else ``"declared"``. Every input is public: the options, the declared
+        for the population and it can learn the ranges (DP-SGD, SSP, noisy Newton; some
+        numeric column has declared bounds, the rows are a pandas frame or arrays in
+        memory, no ``groups=`` or ``absorb=``, and a given ``budget_split`` names the
+        ranges' share), else ``"declared"``. Every input is public: the options, the declared
         bounds and where the rows are."""
         ranges = options.get("ranges", "auto")
         if ranges != "auto":
@@ -738,6 +738,12 @@ class DPRegression:
                    and (not isinstance(split, Mapping) or "ranges" in split)
                    and bool(self.range_columns()))
         return dict(options, ranges="private" if private else "declared")
+
+    def _with_newton_ranges(self, options: dict) -> dict:
+        """``options`` with the ``ranges`` noisy Newton would get (public: it decides
+        whether the Newton rule applies, which needs learned ranges)."""
+        return dict(options, ranges=self._resolve_ranges(dict(options, engine="newton"))
+                    ["ranges"])
 
     def _resolve_default(self, options: dict) -> tuple[dict, str | None]:
         """No ``engine=``: the rows of a Dask frame go to ``"ssp"`` (the one engine that
@@ -754,7 +760,7 @@ class DPRegression:
             return dict(options, engine="ssp"), None
         engine, cov_type, reason = default_engine(
             self._public_rows(options), self.design.k_exog, self.objective.family,
-            self._request(options), options,
+            self._request(options), self._with_newton_ranges(options),
             statistics_possible=self._statistics_possible())
         chosen = dict(options, engine=engine)
         if cov_type is not None:
@@ -781,7 +787,8 @@ class DPRegression:
             self._public_rows(options), design.k_exog, self.objective.family,
             self._request(options),
             statistics_possible=self._statistics_possible(),
-            options={k: v for k, v in options.items() if k != "engine"})
+            options=self._with_newton_ranges(
+                {k: v for k, v in options.items() if k != "engine"}))
         if cov_type == "sandwich" and options.get("groups") is not None:
             cov_type = "cluster"  # with clusters SSP's meat is summed by cluster
         chosen = dict(options, engine=engine)
