@@ -230,7 +230,8 @@ def main(argv=None) -> int:
     fit.add_argument("--tau", type=float, help="expectile location in (0, 1)")
     fit.add_argument("--engine", default=None, choices=[*_engine_names(), "auto"],
                      help="default: the library's (linear regression: engine='auto''s "
-                          "choice; the other families: dpsgd)")
+                          "choice; the other families: newton at n mu >= 25,000 and "
+                          "p <= 8, else dpsgd)")
     fit.add_argument("--bounds", nargs="*", metavar="NAME=LOWER:UPPER",
                      help="public bounds: NAME=LOWER:UPPER items, or one JSON/TOML file "
                           "{name: [lower, upper]} (top level or a [bounds] table)")

@@ -138,8 +138,8 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     Four kinds of Gaussian release, one ledger row each (:mod:`dpreg.engines.newton`):
     the gradients before the last (a logit with an intercept: eight, the start's and
     seven steps'; otherwise seven), the last gradient, two Hessians and the score
-    covariance, with shares
-    0.29, 0.31, 0.30 and 0.10 of what the private ranges leave of ``mu^2`` (or ``rho``).
+    covariance, with shares 0.29, 0.31, 0.30 and 0.10 of what the private ranges leave
+    of ``mu^2`` (or ``rho``).
     The ``"plugin"`` interval is normal with the covariance of
     :func:`dpreg.engines.newton.run_newton`; it is for the population coefficients.
     """
@@ -173,11 +173,12 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
         "engine": "newton", "x_bound": pub.x_bound, "clip": pub.clip,
         "conditioning": cond.description,
         "steps": STEPS, "hessians_at": ", ".join(str(k) for k in HESSIAN_AT),
-        "start_rate": out.start_rate, "hessian_floor": out.floor,
-        "floored": out.floored,
+        "hessian_floor": out.floor, "floored": out.floored,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in SHARES.items()),
         "random_state": seed_text(opts.random_state),
     }
+    if out.start_rate is not None:  # a logit's start, read off the first gradient
+        table["start_rate"] = out.start_rate
     labels = {"start_rate": "start: ybar (private)", "hessian_floor": "Hessian floor",
               "floored": "eigenvalues floored", "hessians_at": "Hessians at steps"}
     diagnostics = None

@@ -343,11 +343,13 @@ class DPRegression:
         rho : float, optional
             Total budget in zCDP, met by the RDP accountant. Give exactly one of ``mu``,
             ``epsilon`` with ``delta``, or ``rho``.
-        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "auto"}, optional
+        engine : {"dpsgd", "ldp_sgd", "dpgd", "adassp", "ssp", "newton", "auto"}, optional
             Default (``None``): for linear regression, ``"auto"``'s choice among the
             engines that take every option given (an option such as ``steps=`` keeps
             DP-SGD; with ``groups=`` SSP), and ``"ssp"`` for the rows of a Dask frame; for
-            the other families ``"dpsgd"``. The summary gives the reason.
+            the other families ``"newton"`` where ``n mu >= 25,000`` and ``p <= 8`` (with
+            learned ranges and no option it lacks), else ``"dpsgd"``. The summary gives
+            the reason.
             ``"dpsgd"``: central DP-SGD with randomized subsampling.
             ``"auto"``: the engine and interval the engines study found shortest among
             those that covered, chosen from n, p, the family and the budget
@@ -356,16 +358,19 @@ class DPRegression:
             :class:`dpreg.LDPStream`). ``"dpgd"``: full-batch DP-GD (Brown et al.).
             ``"adassp"``: AdaSSP sufficient statistics (linear family only).
             ``"ssp"``: sufficient-statistics perturbation with intervals for the
-            population coefficients (linear family only). The user guide's "Choosing
-            an engine" page compares them.
+            population coefficients (linear family only). ``"newton"``: a start and
+            eight noisy Newton steps (logistic, Huber and expectile families;
+            :mod:`dpreg.engines.newton`). The user guide's "Choosing an engine" page
+            compares them.
         cov_type : str, optional
             Inference behind ``bse`` and ``pvalues``. DP-SGD: ``"plugin"`` (default,
             normal) or ``"rs"`` (random scaling). LDP-SGD: ``"rs"`` (default),
             ``"batch_means"`` or ``"plugin"``. DP-GD: ``"batch_means"`` (default),
             ``"checkpoints"`` or ``"runs"`` (t intervals from m estimates). AdaSSP:
             ``"plugin"``. SSP: ``"plugin"`` (default), ``"pboot"``, ``"pboot_basic"``
-            (parametric bootstrap) or ``"sandwich"`` (needs ``robust=True``). Every
-            available method is also in ``conf_int(method=)``.
+            (parametric bootstrap) or ``"sandwich"`` (needs ``robust=True``). Noisy
+            Newton: ``"plugin"``. Every available method is also in
+            ``conf_int(method=)``.
         batch_size : int, optional
             ``m`` (the expected batch size under Poisson sampling). Default: see Notes.
         sampling : {"uniform", "poisson"}
