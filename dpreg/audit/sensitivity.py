@@ -330,15 +330,17 @@ def _dpgd_statistics(model, cond, pub, thetas, names, opts):
 
 
 def _newton_statistics(model, cond, pub, thetas, names, opts):
-    """The noisy Newton engine's Hessians and score covariances (the package's matrix
-    statistics, as the engine calls them) and its mean gradients (the engine's own
-    function), at each of ``thetas``."""
-    from dpreg.inference.plugin import mean_gradient
+    """The noisy Newton engine's releases by its own function
+    (:func:`dpreg.fits.newton.newton_statistic`) at each of ``thetas``: its mean
+    gradients, its Hessians (and the majorizer the location families release as their
+    first) and its score covariances."""
+    from dpreg.fits.newton import newton_statistic
 
     problem = model.problem
     Z, y = _engine_rows(problem, cond)
-    return {name: [mean_gradient(Z, y, t, problem.objective, pub.clip) if which == "grad"
-                   else problem.matrix_statistic(which, Z, pub, t) for t in thetas]
+    kinds = {"grad": ("g",), "A": ("A", "M"), "S": ("S",)}
+    return {name: [newton_statistic(problem, Z, y, pub, kind, t)
+                   for kind in kinds[which] for t in thetas]
             for name, which in names.items()}
 
 

@@ -26,7 +26,13 @@ gradient is the first step's. Then :data:`STEPS` Newton steps
 with a Hessian released at the steps in :data:`HESSIAN_AT` (each reused until the next:
 a Hessian's noise limits how fast the steps contract, so two well-paid Hessians beat one
 per step), its eigenvalues moved into ``[2 sqrt(p) s_H, hess_bound B^2]`` (the noise's
-operator norm; the largest a Hessian can be).
+operator norm; the largest a Hessian can be). For the location families the first is the
+loss's majorizer ``hess_bound n^-1 sum_i w_i z_i z_i'`` (the same sensitivity): from a
+start far from the optimum most residuals lie beyond ``c``, the Hessian there understates
+the curvature at the optimum, and plain Newton steps on it overshoot (on the robustness
+study's design with p = 15 they ended 30-36 standard errors away even without noise);
+steps on the majorizer lower the loss each time, and the Hessian at step 5 is taken near
+the optimum.
 
 The covariance of the last estimate, in the engine's coordinates, adds to the sandwich
 ``H~^-1 S~ H~^-1 / n`` the privacy part ``Sigma_K`` of the steps. Near the minimum
@@ -92,6 +98,12 @@ class NewtonSettings:
     start_from_rate : bool
         Start at the intercept-only logistic fit read off the first gradient (logistic
         family with an intercept); otherwise the start is given.
+    majorize_first : bool
+        The first Hessian is the loss's majorizer ``hess_bound n^-1 sum_i w_i z_i z_i'``
+        (``statistic("M")``), not its Hessian at the start (the location families, whose
+        curvature at a start far from the optimum, with most residuals beyond ``c``,
+        understates the curvature there: the steps on it overshoot and need not
+        converge; on the majorizer each step lowers the loss).
     """
 
     n: int
@@ -103,6 +115,7 @@ class NewtonSettings:
     score_cap: float
     intercept: int | None
     start_from_rate: bool = False
+    majorize_first: bool = False
 
     @property
     def early_gradients(self) -> int:
@@ -181,8 +194,10 @@ def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
         :func:`newton_events`' calibrated releases.
     statistic : callable
         ``statistic(which, theta)``: the mean clipped gradient (``"g"``), the Hessian
-        (``"A"``) or the score covariance (``"S"``) of the rows at ``theta`` (engine
-        coordinates), each row's term within the bound its sensitivity assumes.
+        (``"A"``), its majorizer (``"M"``, ``hess_bound`` times the weighted second
+        moment, whose sensitivity is the Hessian's) or the score covariance (``"S"``) of
+        the rows at ``theta`` (engine coordinates), each row's term within the bound its
+        sensitivity assumes.
     theta0 : ndarray (p,)
         The public start (zeros for the logistic family's start from the rate).
     rng : numpy.random.Generator
@@ -217,7 +232,8 @@ def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
         if g is None:
             g = gradient(theta, key)
         if k in HESSIAN_AT:
-            noisy = statistic("A", theta) + symmetric_gaussian_noise(p, sd["hessians"], rng)
+            which = "M" if settings.majorize_first and k == HESSIAN_AT[0] else "A"
+            noisy = statistic(which, theta) + symmetric_gaussian_noise(p, sd["hessians"], rng)
             hessian, floored = floor_eigenvalues(noisy, floor, cap)
             H_inv = np.linalg.inv(hessian)
         theta = theta - H_inv @ g

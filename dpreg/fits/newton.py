@@ -41,7 +41,8 @@ from dpreg.inference.plugin import mean_gradient
 from dpreg.inference.ssp_estimator import ReleaseReport
 from dpreg.results import DPRegressionResults, Settings
 
-__all__ = ["fit_newton", "NewtonOptions", "LABEL", "events_builder", "FLOORED_WARNING"]
+__all__ = ["fit_newton", "NewtonOptions", "LABEL", "events_builder", "newton_statistic",
+           "FLOORED_WARNING"]
 
 LABEL = "Noisy Newton"
 
@@ -89,9 +90,25 @@ def _plan(problem: Problem, opts: NewtonOptions):
         hessian_sensitivity=problem.matrix_sensitivity("A", pub, n),
         score_sensitivity=problem.matrix_sensitivity("S", pub, n),
         hessian_cap=obj.hess_bound * pub.row_sq_bound, score_cap=pub.clip ** 2,
-        intercept=intercept, start_from_rate=from_rate)
+        intercept=intercept, start_from_rate=from_rate,
+        majorize_first=obj.family.location)
     theta0 = np.zeros(design.k_exog) if from_rate else cond.to_engine(problem.start(None))
     return pub, cond, settings, theta0
+
+
+def newton_statistic(problem: Problem, Z: np.ndarray, y: np.ndarray, pub, which: str,
+                     theta: np.ndarray) -> np.ndarray:
+    """The statistic :func:`dpreg.engines.newton.run_newton` releases: the mean clipped
+    gradient (``"g"``), the Hessian (``"A"``), its majorizer (``"M"``: ``hess_bound``
+    times the weighted second moment ``G``, each row's term at most ``hess_bound
+    row_sq`` as the Hessian's, so the Hessian's sensitivity holds) or the score
+    covariance (``"S"``), at ``theta`` in the engine's coordinates. The sensitivity audit
+    calls it too."""
+    if which == "g":
+        return mean_gradient(Z, y, theta, problem.objective, pub.clip)
+    if which == "M":
+        return problem.objective.hess_bound * problem.matrix_statistic("G", Z, pub)
+    return problem.matrix_statistic(which, Z, pub, theta)
 
 
 def events_builder(problem: Problem, opts: NewtonOptions):
@@ -154,9 +171,7 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     y = np.asarray(design.endog, float)
 
     def statistic(which: str, theta: np.ndarray) -> np.ndarray:
-        if which == "g":
-            return mean_gradient(Z, y, theta, problem.objective, pub.clip)
-        return problem.matrix_statistic(which, Z, pub, theta)
+        return newton_statistic(problem, Z, y, pub, which, theta)
 
     out = run_newton(settings, events, statistic, theta0, rng)
     params, cov = cond.params(out.params), cond.covariance(out.cov)
