@@ -171,7 +171,8 @@ class NewtonOutput:
     floor : float
         That floor.
     start_rate : float or None
-        ``ybar~`` read off the first gradient (``None`` without an intercept).
+        ``ybar~`` read off the first gradient (``None`` unless the start was read off
+        the rate: a logit with an intercept).
     """
 
     params: np.ndarray
