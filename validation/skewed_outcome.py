@@ -31,24 +31,26 @@ false alarm there) and on the skewed designs above (where it should appear), at
 n = 500, 2,000 and 10,000 (randhie: its 20,190 rows) and mu = 1, 5 and 10, by SSP (the
 note reads only the ranges' release, which is the same for every central engine).
 
-A prototype (``--median-clip``, not a rule of the package): DP-SGD's default clip lets a
-residual reach half the outcome's range, which a skewed outcome's residuals exceed on
-one side. The prototype refits with the clip scaled to let a residual reach the
-distance from the outcome's median to the far end of its learned range (the median of
-the clipped outcome taken from the data: the best a private median read off the
-released histogram could do), with the same ranges (the same ``random_state``).
+The rule for DP-SGD's clip (``--skewed-clip``): where the note fires and ``n mu >=``
+:data:`dpreg.fits.common.SKEWED_CLIP_MIN_N_MU`, DP-SGD's clip lets a residual reach from
+the outcome's private median to the far end of its learned range instead of half the
+range (:func:`dpreg.fits.common.skewed_reach`). Per cell, DP-SGD with the rule applied
+wherever the note fires (``rule``) against DP-SGD with half the range (``half``), on the
+same data sets and seeds; and the share of fits in which the note fired.
 
 The recorded runs (``validation/results/skewed_outcome.txt``, ``..._note.txt`` and
-``..._median_clip.txt``; each mode writes its own file unless ``--out`` is given)::
+``..._skewed_clip.txt``; each mode writes its own file unless ``--out`` is given)::
 
     python validation/skewed_outcome.py --reps 100 --seeds 20
     python validation/skewed_outcome.py --note-rates --reps 50
-    python validation/skewed_outcome.py --median-clip --reps 100 --seeds 20
+    python validation/skewed_outcome.py --skewed-clip --reps 60 --seeds 40 \
+        --n 10000 20000 --mu 1 1.5 2 3 5
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import time
 import warnings
@@ -58,13 +60,14 @@ import numpy as np
 import pandas as pd
 
 import dpreg
+import dpreg.fits.common
 from dpreg.exceptions import ConvergenceWarning
 
 RESULTS = Path(__file__).parent / "results"
 #: Where each mode writes (``--out`` overrides).
 OUT = {"main": RESULTS / "skewed_outcome.txt",
        "note": RESULTS / "skewed_outcome_note.txt",
-       "median-clip": RESULTS / "skewed_outcome_median_clip.txt"}
+       "skewed-clip": RESULTS / "skewed_outcome_skewed_clip.txt"}
 FORMULA = "visits ~ age + chronic + female + loginc"
 BETA = {"Intercept": 1.0 - 0.05 * 20 + 0.3 * 10, "age": 0.05, "chronic": 1.0,
         "female": 0.8, "loginc": -0.3}
@@ -102,37 +105,52 @@ def private_fit(formula: str, data: pd.DataFrame, bounds: dict, mu: float, range
     return res, any(issubclass(w.category, ConvergenceWarning) for w in caught)
 
 
-def median_clip_fit(formula: str, data: pd.DataFrame, bounds: dict, mu: float,
-                    seed: int):
-    """The prototype: DP-SGD refitted with its clip scaled from half the outcome's
-    learned range to the distance from the outcome's median to the range's far end."""
-    first, _ = private_fit(formula, data, bounds, mu, "auto", seed, engine="dpsgd")
-    outcome = formula.split("~")[0].strip()
-    lo, hi = learned_ranges(first)[outcome]
-    median = float(np.median(np.clip(data[outcome], lo, hi)))
-    scale = max(hi - median, median - lo) / ((hi - lo) / 2)
-    clip = float(first.settings.value("clip")) * scale
-    return private_fit(formula, data, bounds, mu, "auto", seed, engine="dpsgd", clip=clip)
+#: The words of DP-SGD's clip reason when the rule for a long-tailed outcome set it.
+REACH_REASON = "private median to the far end of its learned range"
+
+
+@contextlib.contextmanager
+def skewed_rule(on: bool):
+    """DP-SGD's clip rule for a long-tailed outcome wherever the note fires (``on``), or
+    never (half the outcome's learned range, the clip before the rule)."""
+    saved = dpreg.fits.common.SKEWED_CLIP_MIN_N_MU
+    dpreg.fits.common.SKEWED_CLIP_MIN_N_MU = 0 if on else float("inf")
+    try:
+        yield
+    finally:
+        dpreg.fits.common.SKEWED_CLIP_MIN_N_MU = saved
+
+
+def variant_fit(formula: str, data: pd.DataFrame, bounds: dict, mu: float, variant: str,
+                seed: int):
+    """One fit of ``variant``: ``"auto"`` or ``"declared"`` (the defaults with those
+    ranges), or DP-SGD at the default ranges with the skewed-outcome rule (``"rule"``)
+    or without (``"half"``)."""
+    if variant in ("auto", "declared"):
+        return private_fit(formula, data, bounds, mu, variant, seed)
+    with skewed_rule(variant == "rule"):
+        return private_fit(formula, data, bounds, mu, "auto", seed, engine="dpsgd")
+
+
+def reach_fired(res) -> bool:
+    """Whether the rule for a long-tailed outcome set this fit's clip."""
+    return any(REACH_REASON in note for note in res.notes)
 
 
 def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
-    """One cell of the simulated visits; ``ranges="median-clip"`` is the prototype."""
+    """One cell of the simulated visits; ``ranges`` is a variant of :func:`variant_fit`."""
     import statsmodels.formula.api as smf
 
     rng = np.random.default_rng([seed, n, int(mu * 10)])
     names = list(BETA)
     beta = np.array([BETA[k] for k in names])
-    cover, length, shift, warned, engines = [], [], [], [], set()
+    cover, length, shift, warned, engines, fired = [], [], [], [], set(), []
     for _ in range(reps):
         data = simulate_visits(n, rng)
         ref = smf.ols(FORMULA, data).fit(cov_type="HC1")
         fit_seed = int(rng.integers(2 ** 31))
-        if ranges == "median-clip":
-            res, w = median_clip_fit(FORMULA, data, BOUNDS, mu, fit_seed)
-        elif ranges == "dpsgd":
-            res, w = private_fit(FORMULA, data, BOUNDS, mu, "auto", fit_seed, engine="dpsgd")
-        else:
-            res, w = private_fit(FORMULA, data, BOUNDS, mu, ranges, fit_seed)
+        res, w = variant_fit(FORMULA, data, BOUNDS, mu, ranges, fit_seed)
+        fired.append(reach_fired(res))
         engines.add(res.engine)
         warned.append(w)
         if w:
@@ -143,7 +161,8 @@ def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
         length.append((ci[:, 1] - ci[:, 0]) / (ref_ci[:, 1] - ref_ci[:, 0]))
         shift.append(((res.params - ref.params) / res.bse).loc[names].to_numpy())
     head = (f"visits n = {n:>6} mu = {mu:>4g} ranges = {ranges:<8} "
-            f"({'/'.join(sorted(engines))}): unwarned {1 - np.mean(warned):.2f}")
+            f"({'/'.join(sorted(engines))}): unwarned {1 - np.mean(warned):.2f}"
+            + (f", rule fired {np.mean(fired):.2f}" if ranges == "rule" else ""))
     if not cover:
         return head
     cover, length, shift = np.array(cover), np.array(length), np.array(shift)
@@ -158,26 +177,24 @@ def visits_cell(n: int, mu: float, ranges: str, reps: int, seed: int) -> str:
 
 
 def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
-    """randhie at ``mu``; ``ranges="median-clip"`` is the prototype, ``"dpsgd"`` the
-    default ranges with DP-SGD."""
+    """randhie at ``mu``; ``ranges`` is a variant of :func:`variant_fit`. The fits'
+    containment of the OLS estimates is reported too (issue 25's real-data target)."""
     import statsmodels.api as sm
     import statsmodels.formula.api as smf
 
     data = sm.datasets.randhie.load_pandas().data
     ref = smf.ols(RANDHIE_FORMULA, data).fit(cov_type="HC1")
-    shift, length, warned, engines, ends, clipped = [], [], [], set(), [], []
+    shift, length, warned, engines, ends, clipped, fired = [], [], [], set(), [], [], []
+    contains = []
     for seed in range(seeds):
-        if ranges == "median-clip":
-            res, w = median_clip_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, seed)
-        elif ranges == "dpsgd":
-            res, w = private_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, "auto", seed,
-                                 engine="dpsgd")
-        else:
-            res, w = private_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, ranges, seed)
+        res, w = variant_fit(RANDHIE_FORMULA, data, RANDHIE_BOUNDS, mu, ranges, seed)
+        fired.append(reach_fired(res))
         engines.add(res.engine)
         warned.append(w)
         shift.append(((res.params - ref.params) / res.bse).to_numpy())
         length.append(float((res.bse / ref.bse).mean()))
+        ci = res.conf_int().to_numpy()
+        contains.append((ci[:, 0] <= ref.params.to_numpy()) & (ref.params.to_numpy() <= ci[:, 1]))
         if ranges != "declared":
             learned = learned_ranges(res)
             ends.append((learned["mdvis"][1], learned["disea"][1]))
@@ -193,7 +210,10 @@ def randhie_cell(mu: float, ranges: str, seeds: int) -> str:
                    f"({min(clipped):.2%}-{max(clipped):.2%} of the rows above), disea "
                    f"{ends[:, 1].min():.3g}-{ends[:, 1].max():.3g}")
     return (f"randhie mu = {mu:>4g} ranges = {ranges:<8} ({'/'.join(sorted(engines))}): "
-            f"unwarned {1 - np.mean(warned):.2f}, largest mean shifts (private s.e.) "
+            f"unwarned {1 - np.mean(warned):.2f}"
+            + (f", rule fired {np.mean(fired):.2f}" if ranges == "rule" else "")
+            + f", contains OLS {np.mean(contains):.3f} (worst coefficient "
+            f"{np.array(contains).mean(0).min():.3f}), largest mean shifts (private s.e.) "
             f"{tops}, length {np.mean(length):.2f}{learned}")
 
 
@@ -272,16 +292,16 @@ def main() -> None:
     parser.add_argument("--mu", type=float, nargs="+", default=[2.0, 5.0])
     parser.add_argument("--seed", type=int, default=20261126)
     parser.add_argument("--out", help="the file written (default: per mode, "
-                             "validation/results/skewed_outcome[_note|_median_clip].txt)")
+                             "validation/results/skewed_outcome[_note|_skewed_clip].txt)")
     parser.add_argument("--note-rates", action="store_true",
                         help="the share of fits that note a long-tailed outcome (module "
                              "notes)")
-    parser.add_argument("--median-clip", action="store_true",
-                        help="the prototype: DP-SGD at the default ranges against DP-SGD "
-                             "with the median-based clip (module notes)")
+    parser.add_argument("--skewed-clip", action="store_true",
+                        help="DP-SGD with the clip rule for a long-tailed outcome against "
+                             "DP-SGD with half the outcome's range (module notes)")
     args = parser.parse_args()
     start = time.perf_counter()
-    mode = "note" if args.note_rates else "median-clip" if args.median_clip else "main"
+    mode = "note" if args.note_rates else "skewed-clip" if args.skewed_clip else "main"
     out = Path(args.out) if args.out else OUT[mode]
     if args.note_rates:
         lines = note_rates(args.reps, args.seed)
@@ -289,7 +309,7 @@ def main() -> None:
                      f"validation/skewed_outcome.py --note-rates --reps {args.reps})")
         out.write_text("\n".join(lines) + "\n")
         return
-    variants = ("dpsgd", "median-clip") if args.median_clip else ("auto", "declared")
+    variants = ("half", "rule") if args.skewed_clip else ("auto", "declared")
     lines = []
     for n in args.n:
         for mu in args.mu:
@@ -300,13 +320,15 @@ def main() -> None:
         for variant in variants:
             lines.append(randhie_cell(mu, variant, args.seeds))
             print(lines[-1], flush=True)
-    if not args.median_clip:
+    if not args.skewed_clip:
         lines.append(randhie_clippings(args.mu[0]))
         print(lines[-1], flush=True)
     minutes = (time.perf_counter() - start) / 60
-    flag = "--median-clip " if args.median_clip else ""
+    flag = "--skewed-clip " if args.skewed_clip else ""
+    grid = (f" --n {' '.join(str(n) for n in args.n)} --mu {' '.join(f'{m:g}' for m in args.mu)}"
+            if args.skewed_clip else "")
     lines.append(f"({minutes:.1f} min: python validation/skewed_outcome.py {flag}--reps "
-                 f"{args.reps} --seeds {args.seeds})")
+                 f"{args.reps} --seeds {args.seeds}{grid})")
     out.write_text("\n".join(lines) + "\n")
 
 

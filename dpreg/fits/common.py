@@ -119,6 +119,11 @@ class Problem:
     #: post-processing of the ledger's first row), else ``None``: where the path of a
     #: location family starts its intercept (:data:`START_INTERCEPT`).
     outcome_median: float | None = None
+    #: The largest residual DP-SGD's gradient clip lets through, in the outcome's units,
+    #: when the outcome's released histogram shows a long tail on one side and ``n mu``
+    #: is at least :data:`SKEWED_CLIP_MIN_N_MU` (post-processing of the ledger's first
+    #: row: :func:`skewed_reach`), else ``None`` (half the outcome's range).
+    outcome_reach: float | None = None
 
     @property
     def exog_names(self) -> list[str]:
@@ -286,6 +291,12 @@ class Problem:
             clip = obj.psi_bound * gain
             reasons.append(f"clip = {clip:.4g}: the family's score bound times the bound on "
                            "w(x)||x||, so no gradient is ever clipped.")
+        elif clip is None and design.endog_bounds is not None and self.outcome_reach:
+            clip = gain * obj.hess_bound * self.outcome_reach
+            reasons.append(f"clip = {clip:.4g}: a residual up to {self.outcome_reach:.4g}, "
+                           f"the distance from {design.endog_name!r}'s private median to the "
+                           "far end of its learned range, is not clipped (a long-tailed "
+                           f"outcome at n mu >= {SKEWED_CLIP_MIN_N_MU:,}).")
         elif clip is None and design.endog_bounds is not None:
             lo, hi = design.endog_bounds
             clip = gain * obj.hess_bound * (hi - lo) / 2
@@ -478,6 +489,29 @@ def spawn_rngs(seed, k: int) -> list[np.random.Generator]:
 #: midpoint of the range, pulled out by the long tail, left DP-SGD's path short of it:
 #: statsmodels' randhie visits); ``"midpoint"``, the midpoint of the learned range.
 START_INTERCEPT = "median"
+
+#: DP-SGD's gradient clip for a long-tailed outcome (its released histogram's tail note,
+#: :meth:`dpreg.privacy.ranges.RangesRelease.skewed`) lets a residual reach from the
+#: outcome's private median to the far end of its learned range, instead of half the
+#: range, where ``n mu`` is at least this. Half the range clips the tail's residuals, all
+#: of one sign, and moves the coefficients towards a robust fit's; the fuller reach costs
+#: noise, worth it only where the sampling error, not the noise, dominates the interval
+#: (``python validation/skewed_outcome.py --skewed-clip``; the private ranges page).
+SKEWED_CLIP_MIN_N_MU = 30_000
+
+
+def skewed_reach(side: str | None, lohi: tuple[float, float], median: float | None,
+                 n: int, mu: float) -> float | None:
+    """The residual reach of DP-SGD's clip for a long-tailed outcome
+    (:attr:`Problem.outcome_reach`): ``max(hi - median, median - lo)`` when ``side`` (the
+    tail note's) is given, the median is known and ``n mu >=``
+    :data:`SKEWED_CLIP_MIN_N_MU`, else ``None``. Every input is public or released."""
+    if side is None or median is None or n * mu < SKEWED_CLIP_MIN_N_MU:
+        return None
+    lo, hi = lohi
+    median = min(max(median, lo), hi)
+    return float(max(hi - median, median - lo))
+
 
 #: Spawn key of the private ranges' noise (``ranges="private"``): far beyond the few
 #: streams an engine spawns from the same seed with :func:`spawn_rngs`.

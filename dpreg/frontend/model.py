@@ -40,7 +40,8 @@ from dpreg.families import (
     get_family,
     mallows_weights,
 )
-from dpreg.fits.common import Problem, leak, ranges_rng
+from dpreg.fits.common import SKEWED_CLIP_MIN_N_MU, Problem, leak, ranges_rng, skewed_reach
+from dpreg.fits.engine_choice import request_mu
 from dpreg.fits.oracle import fit_oracle
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
@@ -494,8 +495,11 @@ class DPRegression:
         :func:`dpreg.engines.default_schedule`). ``x_bound`` comes from the declared
         bounds of the conditioned columns (an intercept or a dummy column is bounded
         by 1). ``clip = x_bound * (upper - lower) / 2`` from the outcome's declared
-        bounds, so that a residual up to half the outcome's range is not clipped;
-        families with a bounded score clip at the score bound times ``x_bound``.
+        bounds, so that a residual up to half the outcome's range is not clipped (with
+        learned ranges, a long-tailed outcome at ``n mu >= 30,000`` lets a residual reach
+        from its private median to the far end of its range:
+        :data:`dpreg.fits.common.SKEWED_CLIP_MIN_N_MU`); families with a bounded score
+        clip at the score bound times ``x_bound``.
         ``lr = lr_scale / (hess_bound (1 + p/m))`` with the preconditioner (the
         batch's curvature is then about ``hess_bound``), ``lr_scale / (hess_bound
         (1 + x_bound^2 / m))`` without; ``lr_scale`` is 1 for the linear family and
@@ -671,7 +675,12 @@ class DPRegression:
         endog = self.design.endog_name
         median = (release.quantiles[endog][2] if endog in release.quantiles
                   and endog not in release.kept else None)
-        problem = dataclasses.replace(model.problem, prior=(event,), outcome_median=median)
+        side = release.skewed(endog) if self.objective.psi_bound is None else None
+        lohi = model.problem.design.endog_bounds
+        reach = None if lohi is None else skewed_reach(side, lohi, median, self.design.nobs,
+                                                       request_mu(request))
+        problem = dataclasses.replace(model.problem, prior=(event,), outcome_median=median,
+                                      outcome_reach=reach)
         res = engine.fit(problem, opts, request, given)
         settings = res.settings.with_setting("ranges",
                                              "learned privately: " + release.describe())
@@ -684,7 +693,8 @@ class DPRegression:
         kept = (f" The noise swamped the counts of {list(release.kept)} (or their rows "
                 "were spread too thinly over the grid to locate): their declared boxes "
                 "were kept." if release.kept else "")
-        notes = res.notes + self._skewed_outcome_note(release, opts.engine) + (
+        notes = res.notes + self._skewed_outcome_note(
+            release, opts.engine, reach is not None and getattr(opts, "clip", None) is None) + (
             f"Rows were clipped to ranges learned privately (ranges='private'): noisy "
             f"histograms of {list(release.ranges)} on {grid_text} (ledger row "
             f"{RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
@@ -699,12 +709,13 @@ class DPRegression:
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
                                                        notes=notes))
 
-    def _skewed_outcome_note(self, release, engine: str) -> tuple[str, ...]:
+    def _skewed_outcome_note(self, release, engine: str, reached: bool) -> tuple[str, ...]:
         """A note when the outcome of a family with an unbounded score (linear
         regression; expectiles with ``c=inf``) is skewed by its released histogram
         (:meth:`RangesRelease.skewed`):
         the learned range then clips a long tail on one side, which moves the
-        coefficients (measured on the private ranges page)."""
+        coefficients (measured on the private ranges page); ``reached``: DP-SGD's clip
+        was set by :func:`~dpreg.fits.common.skewed_reach`."""
         name = self.design.endog_name
         side = release.skewed(name) if self.objective.psi_bound is None else None
         if side is None:
@@ -716,9 +727,15 @@ class DPRegression:
                 f"interquartile ranges {'above' if side == 'right' else 'below'} its median "
                 f"(quantiles of its released histogram; a normal outcome: 1.7, more than "
                 f"{SKEWED_TAIL:g} marks a long tail). Clipping that tail to the learned range "
-                + ("(and DP-SGD's gradient clip, on the largest residuals) moves the "
-                   "coefficients: by 1.6 standard errors on statsmodels' randhie visits at "
-                   "n = 20,190, mu = 2"
+                + ("moves the coefficients (DP-SGD's gradient clip lets a residual reach from "
+                   "the median to the range's far end, as at n mu >= "
+                   f"{SKEWED_CLIP_MIN_N_MU:,}): by 0.8 standard errors on statsmodels' "
+                   "randhie visits at n = 20,190, mu = 2"
+                   if engine == "dpsgd" and reached else
+                   "(and DP-SGD's gradient clip, on the largest residuals: it reaches the "
+                   f"range's far end only at n mu >= {SKEWED_CLIP_MIN_N_MU:,}) moves the "
+                   "coefficients: by 1.4 standard errors on statsmodels' randhie visits at "
+                   "n = 20,190, mu = 1"
                    if engine == "dpsgd" else
                    "moves the coefficients: by 0.9 standard errors with SSP on statsmodels' "
                    "randhie visits at n = 20,190, mu = 5")

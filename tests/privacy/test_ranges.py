@@ -152,6 +152,75 @@ def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores()
     assert not [note for note in wide.notes if "long right tail" in note]
 
 
+def test_skewed_reach_is_the_median_to_the_far_end_above_the_n_mu_threshold():
+    from dpreg.fits.common import SKEWED_CLIP_MIN_N_MU, skewed_reach
+
+    n = 10_000
+    mu = SKEWED_CLIP_MIN_N_MU / n
+    assert skewed_reach("right", (0.0, 70.0), 4.0, n, mu) == 66.0
+    assert skewed_reach("left", (-50.0, 10.0), 7.0, n, mu) == 57.0
+    assert skewed_reach("right", (0.0, 70.0), -3.0, n, mu) == 70.0  # median snapped in
+    assert skewed_reach(None, (0.0, 70.0), 4.0, n, mu) is None  # no long tail noted
+    assert skewed_reach("right", (0.0, 70.0), None, n, mu) is None  # no median
+    assert skewed_reach("right", (0.0, 70.0), 4.0, n, 0.99 * mu) is None  # small n mu
+
+
+def test_dpsgd_clip_reaches_a_long_tail_at_large_n_mu(monkeypatch):
+    """Where the outcome's tail is noted and n mu >= SKEWED_CLIP_MIN_N_MU, DP-SGD's clip
+    lets residuals reach from the private median to the range's far end: the noise is
+    calibrated to that clip, and with the noise nearly off the estimate moves from the
+    clipped-gradient minimizer towards OLS on the rows clipped to the learned range."""
+    import statsmodels.formula.api as smf
+
+    import dpreg.fits.common as common
+
+    rng = np.random.default_rng(5)
+    n = 5000
+    x = rng.uniform(0, 1, n)
+    frame = pd.DataFrame({"x": x, "y": np.clip(rng.lognormal(1 + x, 1.0), 0, 200),
+                          "z": np.clip(rng.normal(10 + x, 2.0), 0, 200)})
+    bounds = {"x": (0, 1), "y": (0, 200), "z": (0, 200)}
+
+    def fit(formula, mu, fitter=dpreg.dp_ols, **kw):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fitter(formula, frame, bounds=bounds, mu=mu, random_state=1, **kw)
+
+    def reached(res):
+        return any("private median to the far end" in note for note in res.notes)
+
+    big = 1.2 * common.SKEWED_CLIP_MIN_N_MU / n
+    rule = fit("y ~ x", big, engine="dpsgd")
+    assert reached(rule)
+    assert not reached(fit("y ~ x", 0.8 * common.SKEWED_CLIP_MIN_N_MU / n, engine="dpsgd"))
+    assert not reached(fit("z ~ x", big, engine="dpsgd"))  # a normal outcome
+    assert not reached(fit("y ~ x", big, engine="dpsgd", ranges="declared"))
+    assert not reached(fit("y ~ x", big, fitter=dpreg.dp_huber))  # a bounded score
+    assert not reached(fit("y ~ x", big, engine="dpsgd", clip=10.0))  # a clip given
+    monkeypatch.setattr(common, "SKEWED_CLIP_MIN_N_MU", float("inf"))
+    half = fit("y ~ x", big, engine="dpsgd")
+    assert not reached(half)
+    ratio = rule.settings.value("clip") / half.settings.value("clip")
+    assert ratio > 1.5  # the median lies far below the range's midpoint
+    # the same ranges, the same budget; the path's noise follows the clip
+    assert rule.settings.value("ranges") == half.settings.value("ranges")
+    paths = [{e.name: e for e in r.ledger.events} for r in (rule, half)]
+    name = next(k for k in paths[0] if "gradient" in k or "path" in k)
+    assert paths[0][name].sensitivity == pytest.approx(ratio * paths[1][name].sensitivity)
+    assert math.isclose(math.sqrt(sum(e.mu() ** 2 for e in rule.ledger.events)), big,
+                        rel_tol=1e-9)
+    # noise nearly off: the rule's estimate is much nearer OLS on the clipped rows
+    monkeypatch.setattr(common, "SKEWED_CLIP_MIN_N_MU", 0.0)
+    rule, half_ = fit("y ~ x", 1000.0, engine="dpsgd"), None
+    monkeypatch.setattr(common, "SKEWED_CLIP_MIN_N_MU", float("inf"))
+    half_ = fit("y ~ x", 1000.0, engine="dpsgd")
+    hi = float(str(rule.settings.value("ranges")).split("y [")[1].split(",")[1].split("]")[0])
+    clipped = frame.assign(y=frame["y"].clip(0, hi))
+    target = smf.ols("y ~ x", clipped).fit().params.to_numpy()
+    assert np.abs(rule.params.to_numpy() - target).max() \
+        < 0.5 * np.abs(half_.params.to_numpy() - target).max()
+
+
 def test_sensitivity_and_tail():
     assert histogram_sensitivity(3, "replace-one") == pytest.approx(math.sqrt(6), rel=1e-15)
     assert histogram_sensitivity(3, "add/remove") == pytest.approx(math.sqrt(3), rel=1e-15)
