@@ -237,7 +237,13 @@ def test_a_chosen_sandwich_brings_its_meat(monkeypatch):
 
 
 def test_noisy_newton_is_the_default_only_inside_its_studied_region():
-    from dpreg.fits.engine_choice import NEWTON_MAX_P, NEWTON_MIN_N_MU, default_engine
+    from dpreg.fits.engine_choice import (
+        NEWTON_MAX_P,
+        NEWTON_MIN_N_MU,
+        NEWTON_WIDE_MAX_P,
+        NEWTON_WIDE_MIN_N_MU,
+        default_engine,
+    )
 
     mu = PrivacyRequest.from_options(mu=5.0)
     n_in = math.ceil(NEWTON_MIN_N_MU / 5.0)
@@ -246,6 +252,15 @@ def test_noisy_newton_is_the_default_only_inside_its_studied_region():
         assert engine == "newton" and f"n mu = {n_in * 5:,}" in reason, family
         assert f"for {family} regression" in reason
         assert choose_engine(n_in, 6, family, mu)[0] == "newton"  # engine="auto" too
+    # wider models from a larger n mu, up to the widest measured
+    n_wide = math.ceil(NEWTON_WIDE_MIN_N_MU / 5.0)
+    for p in (NEWTON_MAX_P + 1, NEWTON_WIDE_MAX_P):
+        engine, _, reason = default_engine(n_wide, p, "logistic", mu, {})
+        assert engine == "newton" and f">= {NEWTON_WIDE_MIN_N_MU:,} and p = {p} <= " \
+            f"{NEWTON_WIDE_MAX_P}" in reason
+        assert default_engine(n_wide - 1, p, "huber", mu, {})[0] == "dpsgd"
+    assert default_engine(10 * n_wide, NEWTON_WIDE_MAX_P + 1, "logistic", mu, {})[0] \
+        == "dpsgd"
     # below the rule's n mu, above its p, in declared boxes, or with an option noisy
     # Newton does not take: DP-SGD
     for args, options in [((n_in - 1, 6), {}), ((n_in, NEWTON_MAX_P + 1), {}),

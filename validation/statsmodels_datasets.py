@@ -93,6 +93,10 @@ MODELS = {
     "randhie Huber": (dpreg.dp_huber, "huber", lambda: _dataset("randhie"),
                       "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg + hlthf"
                       " + hlthp", RANDHIE_BOUNDS, None, {}),
+    # noisy Newton at every budget: in the declared box it starts at the box's midpoint
+    "randhie Huber (newton)": (dpreg.dp_huber, "huber", lambda: _dataset("randhie"),
+                               "mdvis ~ lncoins + idp + lpi + fmde + physlm + disea + hlthg"
+                               " + hlthf + hlthp", RANDHIE_BOUNDS, None, {"engine": "newton"}),
     "anes96 logit": (dpreg.dp_logit, "logistic", lambda: _dataset("anes96"),
                      "vote ~ PID + selfLR + ClinLR + DoleLR + age + educ + income + TVnews"
                      " + logpopul", ANES_BOUNDS, None, {}),

@@ -12,7 +12,8 @@ row's term bounded as the package's other releases of the same statistic bound i
   ``2 clip / n`` (:data:`MECHANISMS` ``"gradients"``, one release per step, and
   ``"last"``, the last step's, which stays in the estimate);
 * the Hessian ``n^-1 sum_i h_i z_i z_i'``, ``h_i <= hess_bound`` (the package's
-  ``"Hessian A"``, twice): ``2 hess_bound B^2 / n`` in Frobenius norm (``B^2 / (2n)``
+  ``"Hessian A"``, twice; three times for the location families): ``2 hess_bound B^2 / n``
+  in Frobenius norm (``B^2 / (2n)``
   for the logistic family);
 * the score covariance ``n^-1 sum_i g~_i g~_i'`` at the last estimate: ``2 clip^2 / n``
   (the package's ``"score covariance S"``).
@@ -23,7 +24,8 @@ intercept-only fit ``logit(ybar~)``. Otherwise the start is public (the location
 families': the intercept at the outcome's private median, as DP-SGD starts) and that
 gradient is the first step's. Then :data:`STEPS` Newton steps
 ``theta_k = theta_{k-1} - H~^-1 g~(theta_{k-1})``, each on its own released gradient,
-with a Hessian released at the steps in :data:`HESSIAN_AT` (each reused until the next:
+with a Hessian released at the steps in :data:`HESSIAN_AT` (:data:`LOCATION_HESSIAN_AT`
+for the location families; each reused until the next:
 a Hessian's noise limits how fast the steps contract, so two well-paid Hessians beat one
 per step), its eigenvalues moved into ``[2 sqrt(p) s_H, hess_bound B^2]`` (the noise's
 operator norm; the largest a Hessian can be). For the location families the first is the
@@ -32,7 +34,7 @@ start far from the optimum most residuals lie beyond ``c``, the Hessian there un
 the curvature at the optimum, and plain Newton steps on it overshoot (on the robustness
 study's design with p = 15 they ended 30-36 standard errors away even without noise);
 steps on the majorizer lower the loss each time, and the Hessian at step 5 is taken near
-the optimum.
+the optimum; a third, at the last step, is the covariance's.
 
 The covariance of the last estimate, in the engine's coordinates, adds to the sandwich
 ``H~^-1 S~ H~^-1 / n`` the privacy part ``Sigma_K`` of the steps. Near the minimum
@@ -62,11 +64,19 @@ from dpreg.privacy.events import GaussianMechanismEvent
 from dpreg.privacy.mechanisms import symmetric_gaussian_noise
 
 __all__ = ["NewtonSettings", "NewtonOutput", "newton_events", "run_newton", "MECHANISMS",
-           "STEPS", "HESSIAN_AT", "SHARES"]
+           "STEPS", "HESSIAN_AT", "LOCATION_HESSIAN_AT", "SHARES"]
 
 #: Newton steps after the start, and the steps at which a Hessian is released.
 STEPS = 8
 HESSIAN_AT = (1, 5)
+#: The steps at which the location families (Huber, expectile: ``majorize_first``)
+#: release a Hessian: :data:`HESSIAN_AT` and the last step, whose Hessian, taken at
+#: ``theta_{K-1}`` next to the estimate, also enters the covariance. Their Hessian counts
+#: the rows whose residual lies within ``c``, a step function of ``theta`` where the
+#: outcome is discrete: the step-5 Hessian (at ``theta_4``) left statsmodels' randhie
+#: Huber intervals (visits, ``c = 1.345``) 3-20% short of the sandwich at the estimate,
+#: even without noise.
+LOCATION_HESSIAN_AT = (1, 5, 8)
 #: Shares of ``mu^2`` (or ``rho``) of what the private ranges leave: every gradient but
 #: the last (equal), the last gradient, each Hessian, the score covariance (the second
 #: prototype's split in ``validation/newton_logit.py``).
@@ -118,6 +128,12 @@ class NewtonSettings:
     majorize_first: bool = False
 
     @property
+    def hessian_steps(self) -> tuple[int, ...]:
+        """The steps that release a Hessian: :data:`LOCATION_HESSIAN_AT` for the
+        location families (``majorize_first``), else :data:`HESSIAN_AT`."""
+        return LOCATION_HESSIAN_AT if self.majorize_first else HESSIAN_AT
+
+    @property
     def early_gradients(self) -> int:
         """Gradients released before the last: the start's and steps ``1..K-1``'s (with
         a given start, the start's is the first step's)."""
@@ -144,7 +160,7 @@ def newton_events(settings: NewtonSettings, mu_scale: float) -> list[GaussianMec
     list of GaussianMechanismEvent
     """
     counts = {"gradients": settings.early_gradients, "last": 1,
-              "hessians": len(HESSIAN_AT), "score": 1}
+              "hessians": len(settings.hessian_steps), "score": 1}
     sens = settings.sensitivities()
     out = []
     for key, name in MECHANISMS.items():
@@ -173,6 +189,9 @@ class NewtonOutput:
     start_rate : float or None
         ``ybar~`` read off the first gradient (``None`` unless the start was read off
         the rate: a logit with an intercept).
+    previous : ndarray (p,)
+        The estimate before the last step (``theta_{K-1}``): the last step is
+        ``params - previous``.
     """
 
     params: np.ndarray
@@ -181,6 +200,7 @@ class NewtonOutput:
     floored: int
     floor: float
     start_rate: float | None
+    previous: np.ndarray
 
 
 def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
@@ -232,11 +252,12 @@ def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
         key = "last" if k == STEPS else "gradients"
         if g is None:
             g = gradient(theta, key)
-        if k in HESSIAN_AT:
-            which = "M" if settings.majorize_first and k == HESSIAN_AT[0] else "A"
+        if k in settings.hessian_steps:
+            which = "M" if settings.majorize_first and k == settings.hessian_steps[0] else "A"
             noisy = statistic(which, theta) + symmetric_gaussian_noise(p, sd["hessians"], rng)
             hessian, floored = floor_eigenvalues(noisy, floor, cap)
             H_inv = np.linalg.inv(hessian)
+        previous = theta
         theta = theta - H_inv @ g
         inner = sd["hessians"] ** 2 * (sigma + np.trace(sigma) * eye) + sd[key] ** 2 * eye
         sigma = H_inv @ inner @ H_inv
@@ -245,4 +266,5 @@ def run_newton(settings: NewtonSettings, events: list[GaussianMechanismEvent],
     score, _ = floor_eigenvalues(noisy_s, 0.0, settings.score_cap)
     cov = H_inv @ score @ H_inv / n + sigma
     return NewtonOutput(params=theta, cov=(cov + cov.T) / 2, hessian=hessian,
-                        floored=floored, floor=floor, start_rate=start_rate)
+                        floored=floored, floor=floor, start_rate=start_rate,
+                        previous=previous)

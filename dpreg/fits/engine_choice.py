@@ -27,7 +27,8 @@ from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
 from dpreg.privacy.request import PrivacyRequest
 
 __all__ = ["choose_engine", "default_engine", "newton_reason", "request_mu", "DEFAULT_ENGINE",
-           "STATISTICS_ENGINES", "NEWTON_MIN_N_MU", "NEWTON_MAX_P"]
+           "STATISTICS_ENGINES", "NEWTON_MIN_N_MU", "NEWTON_MAX_P",
+           "NEWTON_WIDE_MIN_N_MU", "NEWTON_WIDE_MAX_P", "newton_min_n_mu"]
 
 #: Where a summary's reason line points for the study (its runs and replications:
 #: ``dpreg.fits._engine_choice_table.SOURCE``).
@@ -37,13 +38,36 @@ CITATION = "docs: Engines compared (python -m dpreg study engines)"
 DEFAULT_ENGINE = "dpsgd"
 
 #: Logistic, Huber and expectile regression run noisy Newton (``engine="newton"``) where
-#: ``n mu`` is at least this and ``p`` at most :data:`NEWTON_MAX_P`: the Newton studies'
-#: region where its fits were unwarned and covered like the non-private fit, at about its
-#: length (``validation/newton_logit.py --engine``, ``validation/newton_location.py``;
-#: the logistic family's user guide page).
+#: ``n mu`` is at least this and ``p`` at most :data:`NEWTON_MAX_P` (or ``n mu`` at least
+#: :data:`NEWTON_WIDE_MIN_N_MU` and ``p`` at most :data:`NEWTON_WIDE_MAX_P`): the Newton
+#: studies' region where its fits were unwarned and covered like the non-private fit, at
+#: about its length (``validation/newton_logit.py --engine``,
+#: ``validation/newton_location.py``; the logistic family's user guide page).
 NEWTON_MIN_N_MU = 25_000
-#: The most columns the Newton studies measured (statsmodels' fair logit, p = 8).
+#: The most columns at :data:`NEWTON_MIN_N_MU` (statsmodels' fair logit, p = 8, was
+#: unwarned there in every fit).
 NEWTON_MAX_P = 8
+#: The ``n mu`` from which wider models (up to :data:`NEWTON_WIDE_MAX_P` columns) run
+#: noisy Newton: a logit with a 7-level year factor (p = 12) was unwarned in 85% of fits
+#: at ``n mu`` = 25,000 (DP-SGD in 98%) and in every fit from 40,000; statsmodels' randhie
+#: Huber regression (p = 10) in 5% at 40,380 (DP-SGD in every fit) and in every fit at
+#: 100,950 and 201,900 (``validation/newton_logit.py --engine --design
+#: participation_years``, ``validation/statsmodels_datasets.py``).
+NEWTON_WIDE_MIN_N_MU = 50_000
+#: The most columns the Newton studies measured (p = 15, logistic and Huber regression
+#: in natural units: ``validation/newton_location.py --natural 10 15``).
+NEWTON_WIDE_MAX_P = 15
+
+
+def newton_min_n_mu(p: int) -> float:
+    """The ``n mu`` from which noisy Newton is the default with ``p`` columns:
+    :data:`NEWTON_MIN_N_MU` up to :data:`NEWTON_MAX_P` columns,
+    :data:`NEWTON_WIDE_MIN_N_MU` up to :data:`NEWTON_WIDE_MAX_P`, never above."""
+    if p <= NEWTON_MAX_P:
+        return NEWTON_MIN_N_MU
+    return NEWTON_WIDE_MIN_N_MU if p <= NEWTON_WIDE_MAX_P else math.inf
+
+
 #: Where a summary's reason line points for the Newton rule.
 NEWTON_CITATION = "docs: the logistic family, 'Noisy Newton'"
 
@@ -76,7 +100,7 @@ def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
     """The reason line if the default is noisy Newton, else ``None``.
 
     Noisy Newton is chosen for the logistic, Huber and expectile families where
-    ``n mu >=`` :data:`NEWTON_MIN_N_MU` and ``p <=`` :data:`NEWTON_MAX_P` (public
+    ``n mu >=`` :func:`newton_min_n_mu` (25,000 up to 8 columns, 50,000 up to 15, public
     numbers), if its ranges are learned (not ``ranges="declared"``: in codebook boxes its
     Hessian is floored and its intervals undercover) and the engine takes every option
     in ``options``.
@@ -97,12 +121,13 @@ def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
     options = dict(options or {})
     family = get_family(family)
     mu = request_mu(request)
-    if family.squared_loss or p > NEWTON_MAX_P or n * mu < NEWTON_MIN_N_MU \
+    if family.squared_loss or n * mu < newton_min_n_mu(p) \
             or options.get("ranges") == "declared" \
             or refused_option("newton", options) is not None:
         return None
     return (f"engine='auto': newton (noisy Newton) for {family.name} regression at n mu = "
-            f"{n * mu:,.0f} >= {NEWTON_MIN_N_MU:,} and p = {p} <= {NEWTON_MAX_P}, where "
+            f"{n * mu:,.0f} >= {newton_min_n_mu(p):,} and p = {p} <= "
+            f"{NEWTON_MAX_P if p <= NEWTON_MAX_P else NEWTON_WIDE_MAX_P}, where "
             f"its fits covered unwarned at about the non-private length, in a fraction of "
             f"DP-SGD's time; {NEWTON_CITATION}.")
 

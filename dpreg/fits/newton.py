@@ -25,7 +25,6 @@ import numpy as np
 
 from dpreg.design import design_notes
 from dpreg.engines.newton import (
-    HESSIAN_AT,
     SHARES,
     STEPS,
     NewtonSettings,
@@ -42,7 +41,7 @@ from dpreg.inference.ssp_estimator import ReleaseReport
 from dpreg.results import DPRegressionResults, Settings
 
 __all__ = ["fit_newton", "NewtonOptions", "LABEL", "events_builder", "newton_statistic",
-           "FLOORED_WARNING"]
+           "FLOORED_WARNING", "UNCONVERGED_WARNING", "LAST_STEP_LIMIT"]
 
 LABEL = "Noisy Newton"
 
@@ -53,6 +52,21 @@ FLOORED_WARNING = (
     "undercover (measured: validation/newton_logit.py). Do not report these intervals; "
     "with a new budget (a second release spends its own), fit with engine='dpsgd', whose "
     "intervals cover or warn at budgets like this one.")
+
+#: The fit warns when its last step moved a coefficient by more than this many of its
+#: standard errors: converged steps move it by the noise they carry, about one standard
+#: error at most (the step's variance is at most the covariance's privacy part), while
+#: steps still travelling from a far start move it by many (a Huber fit started at the
+#: midpoint of a declared count box: hundreds).
+LAST_STEP_LIMIT = 5.0
+#: The warning when the last step exceeded :data:`LAST_STEP_LIMIT`.
+UNCONVERGED_WARNING = (
+    "noisy Newton had not converged: its last step moved {names} by up to {z:.3g} "
+    "standard errors (more than {limit:g}). The estimate and its intervals are not "
+    "reliable. Steps from a start far from the estimate (the midpoint of a declared "
+    "outcome box, ranges='declared') fall short: keep ranges='auto', whose start is the "
+    "outcome's private median, or, with a new budget (a second release spends its own), "
+    "fit with engine='dpsgd'.")
 
 
 @dataclass(frozen=True)
@@ -181,13 +195,18 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     inferences = {"plugin": Inference("plugin", np.sqrt(np.diag(cov)), NormalLaw(), True,
                                       note)}
     notes = list(design_notes(design))
-    report = ReleaseReport()
-    if out.floored:
-        report = ReleaseReport(warnings=(FLOORED_WARNING.format(k=out.floored),))
+    messages = [FLOORED_WARNING.format(k=out.floored)] if out.floored else []
+    moved = np.abs(params - cond.params(out.previous)) / np.sqrt(np.diag(cov))
+    if np.max(moved) > LAST_STEP_LIMIT:
+        names = [name for name, z in zip(design.exog_names, moved, strict=True)
+                 if z > LAST_STEP_LIMIT]
+        messages.append(UNCONVERGED_WARNING.format(names=names, z=float(np.max(moved)),
+                                                   limit=LAST_STEP_LIMIT))
+    report = ReleaseReport(warnings=tuple(messages))
     table = {
         "engine": "newton", "x_bound": pub.x_bound, "clip": pub.clip,
         "conditioning": cond.description,
-        "steps": STEPS, "hessians_at": ", ".join(str(k) for k in HESSIAN_AT),
+        "steps": STEPS, "hessians_at": ", ".join(str(k) for k in settings.hessian_steps),
         "hessian_floor": out.floor, "floored": out.floored,
         "budget_split": ", ".join(f"{k} {v:g}" for k, v in SHARES.items()),
         "random_state": seed_text(opts.random_state),

@@ -63,12 +63,14 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.fits.ssp": ("DEFAULT_SPLIT", "ROBUST_SPLIT"),
     "dpreg.fits.iv": ("DEFAULT_SPLIT", "WEAK_F"),
     "dpreg.fits.engine_choice": ("DEFAULT_ENGINE", "STATISTICS_ENGINES", "FALLBACK_ENGINES",
-                                 "NEWTON_MIN_N_MU", "NEWTON_MAX_P"),
+                                 "NEWTON_MIN_N_MU", "NEWTON_MAX_P", "NEWTON_WIDE_MIN_N_MU",
+                                 "NEWTON_WIDE_MAX_P"),
     "dpreg.fits._engine_choice_table": ("RULES",),
     "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
     "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
     "dpreg.engines.adassp": ("FAILURE_PROB",),
-    "dpreg.engines.newton": ("STEPS", "HESSIAN_AT", "SHARES"),
+    "dpreg.engines.newton": ("STEPS", "HESSIAN_AT", "LOCATION_HESSIAN_AT", "SHARES"),
+    "dpreg.fits.newton": ("LAST_STEP_LIMIT",),
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
@@ -157,8 +159,29 @@ NEUTRAL_EXCEPT = {
         "runs listed fit default ones above it",
         ("statsmodels_datasets.csv", "newton_logit.txt", "huber_natural_units.csv")),
     "fits.engine_choice.NEWTON_MAX_P": (
-        "the most columns the Newton rule takes (see NEWTON_MIN_N_MU)",
+        "the most columns the Newton rule takes at NEWTON_MIN_N_MU (see NEWTON_MIN_N_MU)",
         ("statsmodels_datasets.csv", "newton_logit.txt", "huber_natural_units.csv")),
+    "fits.engine_choice.NEWTON_WIDE_MIN_N_MU": (
+        "the n mu from which the Newton rule takes models of NEWTON_MAX_P + 1 to "
+        "NEWTON_WIDE_MAX_P columns; the runs listed fit such default logistic, Huber or "
+        "expectile models above it (randhie's Huber, p = 10; fair's, p = 9, at mu = 10); "
+        "every other run's are narrower, wider, below it or have their engine given",
+        ("statsmodels_datasets.csv", "real_data.csv")),
+    "fits.engine_choice.NEWTON_WIDE_MAX_P": (
+        "the most columns the Newton rule takes at NEWTON_WIDE_MIN_N_MU (see it)",
+        ("statsmodels_datasets.csv", "real_data.csv")),
+    "engines.newton.LOCATION_HESSIAN_AT": (
+        "a third Hessian, at the last step, for noisy Newton's Huber and expectile fits "
+        "(their covariance's Hessian at the estimate); logistic fits are as before; the "
+        "runs listed have Huber or expectile fits by noisy Newton",
+        ("newton_location.txt", "statsmodels_datasets.csv", "real_data.csv",
+         "huber_natural_units.csv")),
+    "fits.newton.LAST_STEP_LIMIT": (
+        "noisy Newton's warning when its last step moved a coefficient by more than this "
+        "many standard errors: it changes which noisy Newton fits warn and nothing else; "
+        "the runs listed have noisy Newton fits",
+        ("newton_location.txt", "newton_logit.txt", "statsmodels_datasets.csv",
+         "real_data.csv", "huber_natural_units.csv")),
     "fits.common.SKEWED_CLIP_MIN_N_MU": (
         "DP-SGD's clip for a long-tailed outcome (the tail note of its released "
         "histogram, linear regression and expectiles with c=inf) at n mu >= this; the "
@@ -312,11 +335,9 @@ class StaleRunError(RuntimeError):
 
 def _neutral_for(name: str, run: str | None) -> bool:
     """Whether a default added after a run leaves that run's numbers as they were."""
-    if name in NEUTRAL or name in QUOTED or name.startswith(tuple(NEUTRAL_PREFIXES)):
-        return True
-    if name in NEUTRAL_EXCEPT:
+    if name in NEUTRAL_EXCEPT:  # before the prefixes: it names the runs it changes
         return run is None or Path(run).name not in NEUTRAL_EXCEPT[name][1]
-    return False
+    return name in NEUTRAL or name in QUOTED or name.startswith(tuple(NEUTRAL_PREFIXES))
 
 
 def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],

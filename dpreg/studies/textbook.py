@@ -15,6 +15,9 @@ design             model
 ``approval``       the same index shifted to about 10% ones (logit)
 ``rare_approval``  shifted further, to about 3% ones (logit; not in the study's grid: the
                    validation of the long plug-in's note, ``validation/plugin_long_note.py``)
+``participation_years``
+                   the participation logit with a 7-level year factor (p = 12; not in the
+                   study's grid: the Newton rule's width, ``validation/newton_logit.py``)
 ``wage_t3``        the wage equation with Student-t(3) errors, fitted by Huber regression
                    and by the 0.5-expectile (both target the linear coefficients: the
                    errors are symmetric)
@@ -97,7 +100,7 @@ def _fertility(rng, n):
             {"year": list(YEARS)})
 
 
-def _participation(rng, n, intercept):
+def _participation(rng, n, intercept, years=False):
     age = rng.uniform(30, 60, n)
     educ = _schooling(rng, n)
     kidslt6 = np.minimum(rng.poisson(0.3, n), 4).astype(float)
@@ -106,10 +109,17 @@ def _participation(rng, n, intercept):
             "kidslt6": -0.9, "nwifeinc": -0.02}
     eta = (beta["Intercept"] + beta["age"] * age + beta["I(age ** 2)"] * age ** 2
            + beta["educ"] * educ + beta["kidslt6"] * kidslt6 + beta["nwifeinc"] * nwifeinc)
+    formula, levels, extra = "inlf ~ age + I(age ** 2) + educ + kidslt6 + nwifeinc", {}, {}
+    if years:  # drawn only here, so the designs without years keep their streams
+        year = rng.choice(YEARS, n)
+        effects = dict(zip(YEARS, (0.0, 0.1, 0.2, 0.3, 0.35, 0.4, 0.45), strict=True))
+        beta |= {f"C(year)[T.{y}]": effects[y] for y in YEARS[1:]}
+        eta = eta + np.vectorize(effects.get)(year)
+        formula, levels, extra = formula + " + C(year)", {"year": list(YEARS)}, {"year": year}
     inlf = (rng.random(n) < 1 / (1 + np.exp(-eta))).astype(float)
     data = pd.DataFrame({"inlf": inlf, "age": age, "educ": educ, "kidslt6": kidslt6,
-                         "nwifeinc": nwifeinc})
-    return data, "inlf ~ age + I(age ** 2) + educ + kidslt6 + nwifeinc", beta, {}
+                         "nwifeinc": nwifeinc, **extra})
+    return data, formula, beta, levels
 
 
 #: design -> (family, simulate(rng, n) -> (data, formula, truth by name, levels)).
@@ -119,6 +129,8 @@ DESIGNS = {
     "participation": ("logistic", lambda rng, n: _participation(rng, n, -5.4)),
     "approval": ("logistic", lambda rng, n: _participation(rng, n, -6.9)),
     "rare_approval": ("logistic", lambda rng, n: _participation(rng, n, -8.0)),
+    "participation_years": ("logistic",
+                            lambda rng, n: _participation(rng, n, -5.6, years=True)),
     "wage_t3": ("huber", lambda rng, n: _wage(rng, n, "t3")),
 }
 
