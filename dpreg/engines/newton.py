@@ -12,9 +12,8 @@ row's term bounded as the package's other releases of the same statistic bound i
   ``2 clip / n`` (:data:`MECHANISMS` ``"gradients"``, one release per step, and
   ``"last"``, the last step's, which stays in the estimate);
 * the Hessian ``n^-1 sum_i h_i z_i z_i'``, ``h_i <= hess_bound`` (the package's
-  ``"Hessian A"``, twice; three times for the location families): ``2 hess_bound B^2 / n``
-  in Frobenius norm (``B^2 / (2n)``
-  for the logistic family);
+  ``"Hessian A"``, twice; three times for the location families):
+  ``2 hess_bound B^2 / n`` in Frobenius norm (``B^2 / (2n)`` for the logistic family);
 * the score covariance ``n^-1 sum_i g~_i g~_i'`` at the last estimate: ``2 clip^2 / n``
   (the package's ``"score covariance S"``).
 
@@ -25,10 +24,10 @@ families': the intercept at the outcome's private median, as DP-SGD starts) and 
 gradient is the first step's. Then :data:`STEPS` Newton steps
 ``theta_k = theta_{k-1} - H~^-1 g~(theta_{k-1})``, each on its own released gradient,
 with a Hessian released at the steps in :data:`HESSIAN_AT` (:data:`LOCATION_HESSIAN_AT`
-for the location families; each reused until the next:
-a Hessian's noise limits how fast the steps contract, so two well-paid Hessians beat one
-per step), its eigenvalues moved into ``[2 sqrt(p) s_H, hess_bound B^2]`` (the noise's
-operator norm; the largest a Hessian can be). For the location families the first is the
+for the location families; each reused until the next: a Hessian's noise limits how fast
+the steps contract, so two well-paid Hessians beat one per step), its eigenvalues moved
+into ``[2 sqrt(p) s_H, hess_bound B^2]`` (the noise's operator norm; the largest a
+Hessian can be). For the location families the first is the
 loss's majorizer ``hess_bound n^-1 sum_i w_i z_i z_i'`` (the same sensitivity): from a
 start far from the optimum most residuals lie beyond ``c``, the Hessian there understates
 the curvature at the optimum, and plain Newton steps on it overshoot (on the robustness
