@@ -737,8 +737,8 @@ class DPRegression:
                    "coefficients: by 1.4 standard errors on statsmodels' randhie visits at "
                    "n = 20,190, mu = 1"
                    if engine == "dpsgd" else
-                   "moves the coefficients: by 0.9 standard errors with SSP on statsmodels' "
-                   "randhie visits at n = 20,190, mu = 5")
+                   "moves the coefficients: by 0.9 standard errors on statsmodels' randhie "
+                   "visits at n = 20,190, mu = 5, by SSP, whose only clip is the range's")
                 + " (user guide, private ranges: skewed outcomes). ranges='declared' keeps "
                 "the tail, at the declared box's longer intervals.",)
 
