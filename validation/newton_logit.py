@@ -343,36 +343,31 @@ def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False) ->
     z = stats.norm.ppf(0.975)
     got = {k: [] for k in ("cover", "mle", "length", "warned", "seconds")}
     other = {k: [] for k in ("cover", "length", "warned", "seconds")}
+
+    def record(into: dict, engine: str, data, formula, bounds, levels, seed, beta, se):
+        start = time.perf_counter()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
+                                 mu=mu, engine=engine, random_state=seed)
+        into["seconds"].append(time.perf_counter() - start)
+        ci = res.conf_int().to_numpy()
+        into["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
+        into["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
+        into["warned"].append(any(issubclass(w.category, ConvergenceWarning)
+                                  for w in caught))
+
     for _ in range(reps):
         data, formula, bounds, levels, truth, seed = draw()
         model = DPRegression.from_formula(formula, data, family="logistic", bounds=bounds,
                                           levels=levels or None)
         beta = np.array([truth[name] for name in model.design.exog_names])
         nonprivate = model.fit_oracle()
-        start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
-                                 mu=mu, engine="newton", random_state=seed)
-        got["seconds"].append(time.perf_counter() - start)
-        ci = res.conf_int().to_numpy()
         se = nonprivate.bse.to_numpy()
-        got["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
+        record(got, "newton", data, formula, bounds, levels, seed, beta, se)
         got["mle"].append(np.mean(np.abs(nonprivate.params.to_numpy() - beta) <= z * se))
-        got["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
-        got["warned"].append(any(issubclass(w.category, ConvergenceWarning) for w in caught))
         if versus:
-            start = time.perf_counter()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
-                                     mu=mu, engine="dpsgd", random_state=seed)
-            other["seconds"].append(time.perf_counter() - start)
-            ci = res.conf_int().to_numpy()
-            other["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
-            other["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
-            other["warned"].append(any(issubclass(w.category, ConvergenceWarning)
-                                       for w in caught))
+            record(other, "dpsgd", data, formula, bounds, levels, seed, beta, se)
     lines = engine_lines(label, reps, got)
     if versus:
         lines += ["  " + engine_lines("dpsgd", reps, other)[1].strip().replace(
