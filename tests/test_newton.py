@@ -233,3 +233,37 @@ def test_huber_standard_errors_on_a_count_are_the_sandwich_at_the_estimate():
     # eight steps fall short, and the fit says so instead of reporting the estimate
     far, warned = fit(ranges="declared")
     assert any("had not converged" in m and "'Intercept'" in m for m in warned)
+
+
+def test_mallows_weighted_logit_standard_errors_are_the_weighted_sandwich():
+    # a rare count covariate (kidslt6 of the textbook approval logit): from the
+    # intercept-only start the weighted steps converge slowly on the first Hessian, and the
+    # step-5 Hessian left the weighted sandwich 33% short without noise; the last-step
+    # Hessian (WEIGHTED_HESSIAN_AT) gives it
+    import statsmodels.api as sm
+
+    from dpreg.engines.newton import WEIGHTED_HESSIAN_AT
+    from dpreg.frontend.model import DPRegression
+    from dpreg.studies.textbook import simulate_design
+
+    data, formula, bounds, _, _ = simulate_design("approval", 20_000,
+                                                  np.random.default_rng(5))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_logit(formula, data, bounds=bounds, mu=1e7, engine="newton",
+                             weights="mallows", ranges="declared", random_state=1)
+    model = DPRegression.from_formula(formula, data, family="logistic", bounds=bounds,
+                                      weights="mallows")
+    # statsmodels' GLM with the same weights as variance weights: the weighted score and
+    # Hessian, and HC0 their sandwich
+    glm = sm.GLM(model.design.endog, model.design.exog, family=sm.families.Binomial(),
+                 var_weights=model.objective.weights).fit(cov_type="HC0")
+    assert np.max(np.abs(res.params.to_numpy() - glm.params) / glm.bse) < 0.01
+    np.testing.assert_allclose(res.bse, glm.bse, rtol=0.02)
+    assert res.settings.value("hessians_at") == ", ".join(map(str, WEIGHTED_HESSIAN_AT))
+    # unweighted logits keep two Hessians
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        plain = dpreg.dp_logit(formula, data, bounds=bounds, mu=1e7, engine="newton",
+                               ranges="declared", random_state=1)
+    assert plain.settings.value("hessians_at") == "1, 5"

@@ -23,9 +23,13 @@ not cover with under 95% warned (issue 26's targets).
 
     python validation/dpsgd_floor_check.py --reps 100 --jobs 2
     python validation/dpsgd_floor_check.py --from-raw /tmp/dpsgd_floor_check_raw.csv
+    python validation/dpsgd_floor_check.py --budget-grid --reps 100 --jobs 2
 
 Writes ``validation/results/dpsgd_floor_check.csv`` (the curve) and
-``validation/results/dpsgd_floor_check_cells.csv`` (per cell, the rule before and now).
+``validation/results/dpsgd_floor_check_cells.csv`` (per cell, the rule before and now);
+with ``--budget-grid``, the fit's rule across ``n mu`` at the learned ranges
+(:data:`BUDGET_CELLS`, :func:`budget_table`) in
+``validation/results/dpsgd_floor_check_budget.csv``.
 """
 
 from __future__ import annotations
@@ -47,6 +51,18 @@ CELLS = [(d, f, n, mu, r) for d, f in (("wage", "linear"), ("fertility", "linear
                                         ("approval", "logistic"))
          for n in (2000, 10_000) for mu in (5.0, 10.0) for r in ("declared", "private")]
 CELL = ["design", "n", "mu", "ranges"]
+#: ``--budget-grid``: the learned ranges (the default) across ``n mu`` from 2,500 to
+#: 20,000, two ``(n, mu)`` each, with two designs the thresholds were not set on (the
+#: participation logit with a year factor, p = 12, and a rare-event logit of ~3% ones).
+BUDGET_DESIGNS = (("fertility", "linear"), ("participation", "logistic"),
+                  ("approval", "logistic"), ("participation_years", "logistic"),
+                  ("rare_approval", "logistic"))
+BUDGET_CELLS = [(d, f, n, mu, "private") for d, f in BUDGET_DESIGNS
+                for n, mu in ((500, 5.0), (2500, 1.0), (1000, 5.0), (5000, 1.0),
+                              (1000, 10.0), (5000, 2.0), (2000, 10.0), (10_000, 2.0))]
+#: The seed's design key (the first cells' order, so their recorded fits reproduce).
+_DESIGN_KEY = {"wage": 0, "fertility": 8, "participation": 16, "approval": 24,
+               "participation_years": 32, "rare_approval": 40}
 THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 GATES = (0.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)
 
@@ -57,8 +73,8 @@ def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
     from dpreg.studies.robustness import FAMILY_FITS
     from dpreg.studies.textbook import simulate_design
 
-    seed = np.random.SeedSequence([20261127, [c[0] for c in CELLS].index(design), n,
-                                   int(mu), ranges == "private", rep])
+    seed = np.random.SeedSequence([20261127, _DESIGN_KEY[design], n, int(mu),
+                                   ranges == "private", rep])
     data_seed, fit_seed = seed.spawn(2)
     data, formula, bounds, levels, truth = simulate_design(
         design, n, np.random.default_rng(data_seed))
@@ -137,6 +153,27 @@ def characteristic(raw: pd.DataFrame, t: float, r: float) -> dict:
                                                      & (cells["warned"] < 0.95)).sum()))
 
 
+def budget_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """Per ``--budget-grid`` cell, under the fit's rule: fits warned (by any check and
+    by the floor check alone), the default interval's coverage over all fits and the
+    unwarned ones, and over the (coefficient, fit) pairs the floor check named, the
+    plug-in's and random scaling's coverage."""
+    d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO)
+    d["floor_only"] = d.groupby(CELL + ["rep"])["named"].transform("max") & ~d["other"]
+    fits = d.groupby(CELL + ["rep"])[["warned", "floor_only"]].first().groupby(CELL).mean()
+    named = d[d["named"]].groupby(CELL)
+    out = pd.DataFrame({
+        "n_mu": d.groupby(CELL)["n"].first() * d.groupby(CELL)["mu"].first(),
+        "warned": fits["warned"], "warned_floor_only": fits["floor_only"],
+        "coverage": d.groupby(CELL)["covers"].mean(),
+        "coverage_unwarned": d[~d["warned"]].groupby(CELL)["covers"].mean(),
+        "named_pairs": named.size(),
+        "named_plugin": named["plugin_covers"].mean(),
+        "named_rs": named["rs_covers"].mean()}).fillna({"named_pairs": 0})
+    out["named_pairs"] = out["named_pairs"].astype(int)
+    return out.sort_values(["n_mu", "design", "n"])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -145,8 +182,25 @@ def main() -> None:
     parser.add_argument("--raw", default="/tmp/dpsgd_floor_check_raw.csv",
                         help="where the per-coefficient records go")
     parser.add_argument("--from-raw", help="re-read these records instead of fitting")
+    parser.add_argument("--budget-grid", action="store_true",
+                        help="the learned ranges across n mu (BUDGET_CELLS): writes "
+                             "dpsgd_floor_check_budget.csv")
     args = parser.parse_args()
     t0 = time.perf_counter()
+    if args.budget_grid:
+        if args.from_raw:
+            raw = pd.read_csv(args.from_raw)
+        else:
+            out = Parallel(n_jobs=args.jobs, batch_size=4)(
+                delayed(replicate)(*cell, rep) for cell in BUDGET_CELLS
+                for rep in range(args.reps))
+            raw = pd.DataFrame([row for rows in out for row in rows])
+            raw.to_csv(Path(args.raw), index=False)
+        table = budget_table(raw).round(4)
+        table.to_csv(Path(args.out) / "dpsgd_floor_check_budget.csv")
+        print(table.to_string())
+        print(f"{(time.perf_counter() - t0) / 60:.1f} min")
+        return
     if args.from_raw:
         raw = pd.read_csv(args.from_raw)
     else:

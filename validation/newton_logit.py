@@ -335,11 +335,14 @@ def fair_cell(mu: float, reps: int, seed: int) -> list[str]:
     return private_lines(f"fair (parametric), n = {len(fair)}, mu = {mu:g}", reps, got)
 
 
-def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False) -> list[str]:
+def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False,
+                weights: str | None = None) -> list[str]:
     """The package's ``engine="newton"`` at its defaults (private ranges): per fit its
     default interval, whether it warned, and the MLE's interval on the same data; with
-    ``versus``, DP-SGD at its defaults on the same data too. ``draw()`` returns
-    ``(data, formula, bounds, levels, truth, seed)``."""
+    ``versus``, DP-SGD at its defaults on the same data too; ``weights`` is passed to
+    both (``"mallows"``: the weighted score still has mean zero at the true coefficients,
+    so they stay the target; the yardstick stays the unweighted MLE's length).
+    ``draw()`` returns ``(data, formula, bounds, levels, truth, seed)``."""
     z = stats.norm.ppf(0.975)
     got = {k: [] for k in ("cover", "mle", "length", "warned", "seconds")}
     other = {k: [] for k in ("cover", "length", "warned", "seconds")}
@@ -349,7 +352,8 @@ def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False) ->
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
-                                 mu=mu, engine=engine, random_state=seed)
+                                 mu=mu, engine=engine, random_state=seed,
+                                 weights=weights)
         into["seconds"].append(time.perf_counter() - start)
         ci = res.conf_int().to_numpy()
         into["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
@@ -395,13 +399,14 @@ def engine_lines(label: str, reps: int, got: dict) -> list[str]:
 
 
 def engine_design_cell(design: str, n: int, mu: float, reps: int, seed: int,
-                       versus: bool = False) -> list[str]:
+                       versus: bool = False, weights: str | None = None) -> list[str]:
     rng = np.random.default_rng([seed, n, int(mu * 10), len(design), 3])
 
     def draw():
         data, formula, bounds, levels, truth = simulate_design(design, n, rng)
         return data, formula, bounds, levels, truth, int(rng.integers(2 ** 31))
-    return engine_cell(f"{design}, n = {n}, mu = {mu:g}", draw, reps, mu, versus)
+    label = f"{design}, n = {n}, mu = {mu:g}" + (", Mallows weights" if weights else "")
+    return engine_cell(label, draw, reps, mu, versus, weights)
 
 
 def engine_fair_cell(mu: float, reps: int, seed: int, versus: bool = False) -> list[str]:
@@ -499,6 +504,8 @@ def main() -> None:
                              "prototypes (each --design, --n, --mu; with --fair, fair too)")
     parser.add_argument("--versus-dpsgd", action="store_true",
                         help="with --engine: DP-SGD at its defaults on the same data sets")
+    parser.add_argument("--weights", choices=("mallows",), default=None,
+                        help="with --engine: dp_logit's weights (Mallows weights)")
     parser.add_argument("--append", action="store_true", help="append to --out")
     parser.add_argument("--out", default=str(OUT))
     args = parser.parse_args()
@@ -518,7 +525,7 @@ def main() -> None:
             for n in args.n:
                 for mu in args.mu:
                     new = engine_design_cell(design, n, mu, args.reps, args.seed,
-                                             args.versus_dpsgd)
+                                             args.versus_dpsgd, args.weights)
                     lines += new
                     print("\n".join(new), flush=True)
     if args.fair:

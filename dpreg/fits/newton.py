@@ -105,7 +105,7 @@ def _plan(problem: Problem, opts: NewtonOptions):
         score_sensitivity=problem.matrix_sensitivity("S", pub, n),
         hessian_cap=obj.hess_bound * pub.row_sq_bound, score_cap=pub.clip ** 2,
         intercept=intercept, start_from_rate=from_rate,
-        majorize_first=obj.family.location)
+        majorize_first=obj.family.location, weighted=bool(obj.mallows))
     theta0 = np.zeros(design.k_exog) if from_rate else cond.to_engine(problem.start(None))
     return pub, cond, settings, theta0
 

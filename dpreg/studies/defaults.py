@@ -69,7 +69,8 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
     "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
     "dpreg.engines.adassp": ("FAILURE_PROB",),
-    "dpreg.engines.newton": ("STEPS", "HESSIAN_AT", "LOCATION_HESSIAN_AT", "SHARES"),
+    "dpreg.engines.newton": ("STEPS", "HESSIAN_AT", "LOCATION_HESSIAN_AT",
+                             "WEIGHTED_HESSIAN_AT", "SHARES"),
     "dpreg.fits.newton": ("LAST_STEP_LIMIT",),
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
@@ -111,14 +112,16 @@ QUOTED = {
 #: that changes only which DP-SGD fits warn (or switch their default) stales these.
 DPSGD_WARNING_RUNS = ("budget_split.csv", "clustered_analysis.txt", "clusters.csv",
          "curvature_correction.txt", "dpsgd_coverage_n1000_r500.csv",
-         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv", "dpsgd_schedule.txt",
-         "dpsgd_vs_dpgd.csv", "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
+         "dpsgd_floor_check.csv", "dpsgd_floor_check_cells.csv",
+         "dpsgd_floor_check_budget.csv", "dpsgd_schedule.txt", "dpsgd_vs_dpgd.csv",
+         "engines.csv", "engines-shortest.csv", "engines-ranges.csv",
          "engines-ranges-shortest.csv", "engines-families.csv",
          "engines-families-shortest.csv", "engines_real_data.txt",
          "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
          "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
-         "joint_test_size.txt", "newton_logit.txt", "prediction_intervals.csv",
-         "private_ranges.csv", "private_ranges.txt", "real_data.csv", "robustness.csv",
+         "joint_test_size.txt", "newton_logit.txt", "newton_logit_mallows.txt",
+         "prediction_intervals.csv", "private_ranges.csv", "private_ranges.txt",
+         "real_data.csv", "robustness.csv",
          "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_skewed_clip.txt",
          "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
          "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")
@@ -130,8 +133,9 @@ NEUTRAL_EXCEPT = {
         "the curvature correction of logistic DP-SGD estimates (with the private "
         "preconditioner, the default; rows as the privacy unit) and its flag: read by "
         "those fits only; the runs listed have such fits",
-        ("budget_split.csv", "dpsgd_floor_check.csv",
-         "engines-families.csv", "engines-families-shortest.csv",
+        ("budget_split.csv", "dpsgd_floor_check.csv", "dpsgd_floor_check_budget.csv",
+         "newton_logit_mallows.txt", "engines-families.csv",
+         "engines-families-shortest.csv",
          "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
          "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
          "real_data.csv", "robustness.csv", "robustness-ranges.csv",
@@ -176,6 +180,10 @@ NEUTRAL_EXCEPT = {
         "runs listed have Huber or expectile fits by noisy Newton",
         ("newton_location.txt", "statsmodels_datasets.csv", "real_data.csv",
          "huber_natural_units.csv")),
+    "engines.newton.WEIGHTED_HESSIAN_AT": (
+        "a third Hessian, at the last step, for noisy Newton's logistic fits with Mallows "
+        "weights; no recorded run before it had such fits",
+        ()),
     "fits.newton.LAST_STEP_LIMIT": (
         "noisy Newton's warning when its last step moved a coefficient by more than this "
         "many standard errors: it changes which noisy Newton fits warn and nothing else; "
