@@ -313,3 +313,44 @@ def test_noisy_newton_is_not_the_default_where_no_range_can_be_learned():
     assert unbounded._resolve_default({"mu": 10})[0]["engine"] == "dpsgd"
     assert bounded._resolve_default({"mu": 10})[0]["engine"] == "newton"
     assert unbounded._resolve_auto({"mu": 10, "engine": "auto"})[0]["engine"] == "dpsgd"
+
+
+def test_a_rare_event_logit_keeps_dpsgd_by_its_released_rate():
+    # n mu meets the Newton rule; the outcome's rate, counted with the ranges'
+    # histograms, decides: about 3% ones (n mu r(1-r) under NEWTON_MIN_RATE_N_MU) stays
+    # on DP-SGD, about 50% runs noisy Newton; an explicit engine="newton" releases no rate
+    from dpreg.fits.engine_choice import NEWTON_MIN_N_MU, NEWTON_MIN_RATE_N_MU
+    from dpreg.privacy.ranges import histogram_sensitivity
+
+    rng = np.random.default_rng(5)
+    n, mu = math.ceil(NEWTON_MIN_N_MU / 5), 5.0
+    x = rng.uniform(0, 4, n)
+
+    def fit(intercept, **kw):
+        y = (rng.random(n) < 1 / (1 + np.exp(-(intercept + 0.5 * x)))).astype(float)
+        data = pd.DataFrame({"x": x, "y": y})
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            res = dpreg.dp_logit("y ~ x", data, bounds={"x": (0, 4)}, mu=mu,
+                                 random_state=2, **kw)
+        return res, y.mean()
+
+    rare, rate = fit(-4.5)
+    assert n * mu * rate * (1 - rate) < NEWTON_MIN_RATE_N_MU
+    assert rare.engine == "DP-SGD"
+    text = rare.summary().as_text()
+    assert "dpsgd for logistic regression" in " ".join(text.split())
+    ranges_event = rare.ledger.events[0]
+    assert ranges_event.name == "ranges (noisy histograms)"
+    # two columns counted (x and the outcome), and the whole fit still meets mu
+    assert ranges_event.sensitivity == pytest.approx(histogram_sensitivity(2, "replace-one"))
+    assert math.sqrt(sum(e.mu() ** 2 for e in rare.ledger.events)) == pytest.approx(mu)
+    assert "y [" not in rare.settings.value("ranges")  # the outcome is not clipped
+    common, rate = fit(-1.0)
+    assert n * mu * rate * (1 - rate) >= NEWTON_MIN_RATE_N_MU
+    assert common.engine == "Noisy Newton"
+    assert "n mu r (1 - r) =" in " ".join(common.summary().as_text().split())
+    chosen, _ = fit(-4.5, engine="newton")
+    assert chosen.engine == "Noisy Newton"
+    assert chosen.ledger.events[0].sensitivity == pytest.approx(
+        histogram_sensitivity(1, "replace-one"))

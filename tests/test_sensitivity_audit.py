@@ -175,6 +175,29 @@ def test_private_ranges_whole_grid(cell):
     _check(audit_cell(*cell, ranges=True))
 
 
+@pytest.mark.parametrize("cell", sens_audit.rate_cells()[:2],
+                         ids=lambda c: "-".join(map(str, c)))
+def test_the_outcome_rate_release_is_in_the_grid(cell):
+    # a default logit at large n mu counts its outcome's zeros and ones with the ranges'
+    # histograms (the engine's choice; here the outcome has no declared bounds): the
+    # charge covers the extra column, and the bound is attained
+    table = audit_cell(*cell, ranges=True, outcome_rate=True)
+    assert list(table["release"]) == ["ranges (noisy histograms)"]
+    _check(table)
+    assert table["ratio"].iloc[0] == pytest.approx(1.0, rel=1e-12)
+    # the grid's cells declare the outcome's bounds, so there it is a range column: one
+    # column either way, counted once
+    plain = audit_cell(*cell, ranges=True)
+    assert table["ledger_sensitivity"].iloc[0] == pytest.approx(
+        plain["ledger_sensitivity"].iloc[0])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cell", sens_audit.rate_cells(), ids=lambda c: "-".join(map(str, c)))
+def test_outcome_rate_whole_grid(cell):
+    _check(audit_cell(*cell, ranges=True, outcome_rate=True))
+
+
 def test_the_ranges_audit_finds_a_histogram_that_counts_a_row_twice(monkeypatch):
     # a release whose rows weigh 2 would change by twice the charge; the audit must see it
     real = sens_audit.column_histogram

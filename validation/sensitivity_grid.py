@@ -15,13 +15,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from dpreg.audit.sensitivity import audit_cell, grid_cells, ranges_cells
+from dpreg.audit.sensitivity import audit_cell, grid_cells, ranges_cells, rate_cells
 
 
 def main() -> None:
     t0 = time.perf_counter()
     table = pd.concat([audit_cell(*cell) for cell in grid_cells()]
-                      + [audit_cell(*cell, ranges=True) for cell in ranges_cells()],
+                      + [audit_cell(*cell, ranges=True) for cell in ranges_cells()]
+                      + [audit_cell(*cell, ranges=True, outcome_rate=True).assign(
+                          release="ranges with the outcome's rate")
+                         for cell in rate_cells()],
                       ignore_index=True)
     out = Path(__file__).with_name("results") / "sensitivity_grid.csv"
     out.parent.mkdir(exist_ok=True)
@@ -32,7 +35,8 @@ def main() -> None:
                            values="ratio", aggfunc="max"))
     with pd.option_context("display.width", 160, "display.float_format", "{:.3f}".format):
         print(matrix.to_string(na_rep="-"))
-    print(f"\n{len(grid_cells()) + len(ranges_cells())} cells, {len(table)} releases; worst ratio "
+    cells = len(grid_cells()) + len(ranges_cells()) + len(rate_cells())
+    print(f"\n{cells} cells, {len(table)} releases; worst ratio "
           f"{table['ratio'].max():.3f} (must be <= 1); {time.perf_counter() - t0:.0f} s; "
           f"rows in {out}")
 

@@ -32,8 +32,12 @@ from dpreg.families import get_family
 from dpreg.privacy.ranges import DEFAULT_BINS, RANGES_EVENT, column_edges, column_histogram
 from dpreg.privacy.scale_box import ScaleBox
 
-__all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "ranges_cells", "audit_cell",
-           "GRID_SAMPLE"]
+__all__ = ["audit_matrix_sensitivity", "corner_rows", "grid_cells", "ranges_cells",
+           "rate_cells", "audit_cell", "GRID_SAMPLE"]
+
+#: The ``mu`` of ``outcome_rate`` audits: on their 24 rows ``n mu`` meets the Newton rule
+#: (:func:`dpreg.fits.engine_choice.newton_reason`) for every grid form.
+_RULE_MU = 1e4
 
 #: Ledger names of the central matrix releases, by engine, with the statistic each sums.
 _RELEASES = {
@@ -128,7 +132,8 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
                              family: str = "linear", levels: Mapping[str, Any] | None = None,
                              weights: str | None = "default", engine: str = "dpsgd",
                              n_thetas: int = 3, rng=None, limit: int = 256,
-                             ranges: bool = False, **options) -> pd.DataFrame:
+                             ranges: bool = False, outcome_rate: bool = False,
+                             **options) -> pd.DataFrame:
     """Audit the sensitivities of one option combination's releases: the matrices
     (``G``, ``A``, ``S``; SSP's ``X'X``, ``X'y``, ``y'y`` and meat) and the path's
     clipped gradients (one step's sum for DP-SGD, the mean for DP-GD, one row's
@@ -162,6 +167,10 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         Audit the release of ``fit(ranges="private")`` instead: the noisy histograms of
         the bounded columns (the engine's own releases then use the learned ranges as
         declared bounds, which the rest of the grid covers).
+    outcome_rate : bool
+        With ``ranges`` and a binary outcome: the release of a default logit at large
+        ``n mu`` (:func:`dpreg.fits.engine_choice.newton_rate_reason`), whose histograms
+        count the outcome's zeros and ones too, for its rate.
     **options
         Fit options (``condition``, ``sampling``, ``clip``, ``x_bound``, ...).
 
@@ -188,9 +197,15 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         fit_kw["robust"] = True
     opts = fit_options(**fit_kw, random_state=0)  # LDP: the same noise on D and D'
 
+    outcome = formula.split("~")[0].strip()
+    # the rate is counted where the outcome has no learned range (no declared bounds);
+    # the replacement rows still take its values from ``bounds``
+    model_bounds = {k: v for k, v in bounds.items() if not (outcome_rate and k == outcome)}
+
     def model_of(frame):
-        model = DPRegression.from_formula(formula, frame, family=family, bounds=bounds,
-                                          levels=levels, weights=weights)
+        model = DPRegression.from_formula(formula, frame, family=family,
+                                          bounds=model_bounds, levels=levels,
+                                          weights=weights)
         if groups is None:
             return _Audited(model, model.problem)
         codes = pd.factorize(frame[groups])[0].astype(np.int64)
@@ -208,7 +223,13 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
         # the engine's own releases are audited in the declared boxes (the neighbours are
         # the boxes' corners); the ranges cells audit the histograms
         short["ranges"] = "private" if ranges else "declared"
-        res = base.model.fit(mu=1.0, random_state=0, **short)
+        if outcome_rate:
+            # the default engine, at an n mu where the Newton rule holds (the ledger's
+            # sensitivities do not depend on mu): its histograms count the outcome too
+            del short["engine"]
+            res = base.model.fit(mu=_RULE_MU, random_state=0, **short)
+        else:
+            res = base.model.fit(mu=1.0, random_state=0, **short)
     names = {RANGES_EVENT: "ranges"} if ranges else _RELEASES[engine]
     ledger = {e.name: e.sensitivity for e in res.ledger.events if e.name in names}
     problem = base.problem
@@ -219,7 +240,7 @@ def audit_matrix_sensitivity(formula: str, data: pd.DataFrame, *, bounds: Mappin
     thetas = [np.zeros(p)] + [rng.normal(size=p) for _ in range(max(0, n_thetas - 1))]
     if ranges:
         position = 0
-        stats = _range_histograms
+        stats = _rate_histograms if outcome_rate else _range_histograms
     elif engine == "ldp_sgd":  # the LDP sums: replace the last row (same path up to it)
         position = len(data) - 1
         stats = _ldp_sums
@@ -308,6 +329,16 @@ def _range_histograms(model, cond, pub, thetas, names, opts):
     return {RANGES_EVENT: [np.concatenate(
         [column_histogram(values, column_edges(box, DEFAULT_BINS))
          for values, box in columns.values()])]}
+
+
+def _rate_histograms(model, cond, pub, thetas, names, opts):
+    """The histograms of :func:`_range_histograms` and the outcome's on ``(0, 1)``
+    (``outcome_rate``)."""
+    design = model.model.design
+    rate = column_histogram(np.asarray(design.endog, float), column_edges((0.0, 1.0),
+                                                                          DEFAULT_BINS))
+    return {RANGES_EVENT: [np.concatenate(
+        [_range_histograms(model, cond, pub, thetas, names, opts)[RANGES_EVENT][0], rate])]}
 
 
 def _dpgd_statistics(model, cond, pub, thetas, names, opts):
@@ -513,6 +544,18 @@ def ranges_cells() -> list[tuple]:
             and not (engine == "newton" and form == "response")]  # a 0/1 outcome
 
 
+def rate_cells() -> list[tuple]:
+    """The cells whose release with the outcome's rate is audited (a default logit at
+    large ``n mu``: noisy Newton's ranges cells; pass ``ranges=True,
+    outcome_rate=True`` to :func:`audit_cell`).
+
+    Returns
+    -------
+    list of tuple
+    """
+    return [cell for cell in ranges_cells() if cell[0] == "newton"]
+
+
 def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     age = rng.uniform(20, 60, n)
@@ -525,7 +568,7 @@ def _grid_frame(seed: int, n: int = 24) -> pd.DataFrame:
 
 def audit_cell(engine: str, sampling: str | None, family: str, weights: str | None,
                condition: str, form: str, seed: int = 7,
-               ranges: bool = False) -> pd.DataFrame:
+               ranges: bool = False, outcome_rate: bool = False) -> pd.DataFrame:
     """:func:`audit_matrix_sensitivity` of one cell of :func:`grid_cells` on 24 rows in
     natural units, with the cell's columns added to the table.
 
@@ -545,6 +588,9 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
         Seed of the simulated data set.
     ranges : bool
         Audit the release of ``fit(ranges="private")`` (:func:`ranges_cells`).
+    outcome_rate : bool
+        With ``ranges``: the release that counts the binary outcome too
+        (:func:`rate_cells`).
 
     Returns
     -------
@@ -570,7 +616,8 @@ def audit_cell(engine: str, sampling: str | None, family: str, weights: str | No
         warnings.simplefilter("ignore")
         table = audit_matrix_sensitivity(formula, data, bounds=bounds, family=family,
                                          levels=levels, weights=weights, engine=engine,
-                                         rng=3, ranges=ranges, **options)
+                                         rng=3, ranges=ranges, outcome_rate=outcome_rate,
+                                         **options)
     cell = dict(engine=engine, sampling=sampling or "", family=family,
                 weights=weights or "none", condition=condition, form=form)
     return table.assign(**cell)

@@ -28,7 +28,8 @@ from dpreg.privacy.request import PrivacyRequest
 
 __all__ = ["choose_engine", "default_engine", "newton_reason", "request_mu", "DEFAULT_ENGINE",
            "STATISTICS_ENGINES", "NEWTON_MIN_N_MU", "NEWTON_MAX_P",
-           "NEWTON_WIDE_MIN_N_MU", "NEWTON_WIDE_MAX_P", "newton_min_n_mu"]
+           "NEWTON_WIDE_MIN_N_MU", "NEWTON_WIDE_MAX_P", "NEWTON_MIN_RATE_N_MU",
+           "newton_min_n_mu", "newton_rate_reason"]
 
 #: Where a summary's reason line points for the study (its runs and replications:
 #: ``dpreg.fits._engine_choice_table.SOURCE``).
@@ -57,6 +58,49 @@ NEWTON_WIDE_MIN_N_MU = 50_000
 #: The most columns the Newton studies measured (p = 15, logistic and Huber regression
 #: in natural units: ``validation/newton_location.py --natural 10 15``).
 NEWTON_WIDE_MAX_P = 15
+
+
+#: Logistic regression's default is noisy Newton only where also ``n mu r (1 - r)`` is at
+#: least this, ``r`` the outcome's rate released with the ranges' histograms (the
+#: information per row of a logit scales with ``r (1 - r)``): a logit of about 3.5% ones
+#: (``r (1 - r) = 0.034``) warned in 91-96% of its noisy Newton fits at ``n mu = 25,000``
+#: (845) and in 8% at 50,000 (1,690), where the approval logit (``0.086``; 2,160) warned
+#: in 2-3% (``validation/newton_logit.py --engine --design rare_approval``).
+NEWTON_MIN_RATE_N_MU = 2_000
+
+
+def newton_rate_reason(n: int, mu: float, rate: float, newton: str) -> tuple[bool, str]:
+    """Whether a logit that meets the Newton rule keeps noisy Newton once its rate is
+    known, and the summary's reason line.
+
+    Parameters
+    ----------
+    n : int
+        Rows (public).
+    mu : float
+        The request's Gaussian-DP ``mu``.
+    rate : float
+        The outcome's rate of ones, released with the ranges' histograms.
+    newton : str
+        :func:`newton_reason`'s line.
+
+    Returns
+    -------
+    keep : bool
+        ``n mu r (1 - r) >=`` :data:`NEWTON_MIN_RATE_N_MU`.
+    reason : str
+    """
+    info = n * mu * rate * (1.0 - rate)
+    released = (f"the outcome's rate of ones, released with the ranges' histograms, is "
+                f"{rate:.3g}, so n mu r (1 - r) = {info:,.0f}")
+    if info >= NEWTON_MIN_RATE_N_MU:
+        return True, f"{newton[:-1]}; {released} >= {NEWTON_MIN_RATE_N_MU:,}."
+    head = newton.partition(": newton")[0]  # "engine='auto'" or "default engine"
+    return False, (
+        f"{head}: dpsgd for logistic regression: n mu = {n * mu:,.0f} meets noisy "
+        f"Newton's rule, but {released} < {NEWTON_MIN_RATE_N_MU:,}: with rare events the "
+        f"Newton Hessian is mostly noise (a 3.5%-ones logit's Newton fits warned in "
+        f"91-96% of data sets at n mu = 25,000); {NEWTON_CITATION}.")
 
 
 def newton_min_n_mu(p: int) -> float:
@@ -103,7 +147,9 @@ def newton_reason(n: int, p: int, family: str | Family, request: PrivacyRequest,
     ``n mu >=`` :func:`newton_min_n_mu` (25,000 up to 8 columns, 50,000 up to 15, public
     numbers), if its ranges are learned (not ``ranges="declared"``: in codebook boxes its
     Hessian is floored and its intervals undercover) and the engine takes every option
-    in ``options``.
+    in ``options``. A logit that meets the rule keeps noisy Newton only if its outcome's
+    rate, released with the ranges' histograms, passes :func:`newton_rate_reason` (the
+    fit decides that, after the release).
 
     Parameters
     ----------

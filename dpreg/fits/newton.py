@@ -168,7 +168,8 @@ def fit_newton(problem: Problem, opts: NewtonOptions, request,
     -----
     Four kinds of Gaussian release, one ledger row each (:mod:`dpreg.engines.newton`):
     the gradients before the last (a logit with an intercept: eight, the start's and
-    seven steps'; otherwise seven), the last gradient, two Hessians and the score
+    seven steps'; otherwise seven), the last gradient, two Hessians (three for Huber and
+    expectile regression and for Mallows weights) and the score
     covariance, with shares 0.29, 0.31, 0.30 and 0.10 of what the private ranges leave
     of ``mu^2`` (or ``rho``).
     The ``"plugin"`` interval is normal with the covariance of

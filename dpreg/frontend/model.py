@@ -41,7 +41,7 @@ from dpreg.families import (
     mallows_weights,
 )
 from dpreg.fits.common import SKEWED_CLIP_MIN_N_MU, Problem, leak, ranges_rng, skewed_reach
-from dpreg.fits.engine_choice import request_mu
+from dpreg.fits.engine_choice import newton_rate_reason, request_mu
 from dpreg.fits.oracle import fit_oracle
 from dpreg.fits.registry import ENGINES, fit_options
 from dpreg.fits.ssp_dask import dask_design, is_dask_frame
@@ -537,7 +537,14 @@ class DPRegression:
             leak("diagnostics=True attaches the count of clipped gradients, a "
                  "non-private statistic of the data", opts.strict)
         if opts.ranges == "private":
-            res = self._fit_private_ranges(opts, request, given)
+            # a default noisy Newton logit checks its outcome's rate first
+            # (dpreg.fits.engine_choice.NEWTON_MIN_RATE_N_MU): DP-SGD is its fallback
+            fallback = (dict(options, engine="dpsgd")
+                        if auto_reason is not None and opts.engine == "newton"
+                        and self.objective.family.binary_outcome else None)
+            res, rate_reason = self._fit_private_ranges(opts, request, given, fallback,
+                                                        auto_reason)
+            auto_reason = rate_reason or auto_reason
         else:
             res = ENGINES[opts.engine].fit(problem, opts, request, given)
         if auto_reason is not None:
@@ -636,11 +643,18 @@ class DPRegression:
                               "rows or give them a cluster")
         return codes.astype(np.int64)
 
-    def _fit_private_ranges(self, opts, request: PrivacyRequest, given: frozenset):
+    def _fit_private_ranges(self, opts, request: PrivacyRequest, given: frozenset,
+                            fallback: dict | None = None, reason: str | None = None):
         """``ranges="private"``: learn each bounded column's range inside its declared box
         by noisy histograms (:mod:`dpreg.privacy.ranges`, the ledger's first row),
         rebuild the design with the learned ranges as its bounds, and fit it with the
-        engine's mechanisms calibrated to what the histograms leave of the budget."""
+        engine's mechanisms calibrated to what the histograms leave of the budget.
+
+        With ``fallback`` (the options of another engine; a logit whose default is noisy
+        Newton, ``reason`` the rule's line), the binary outcome's histogram is released
+        with the others and its rate decides between noisy Newton and ``fallback``
+        (:func:`dpreg.fits.engine_choice.newton_rate_reason`; post-processing). Returns
+        the results and the new reason line (``None`` without ``fallback``)."""
         engine = ENGINES[opts.engine]
         if engine.events is None:  # pragma: no cover - a local engine refuses in its options
             raise OptionError(f"ranges='private' is a central release; engine="
@@ -658,6 +672,10 @@ class DPRegression:
             raise OptionError("ranges='private' learns the ranges of the numeric columns with "
                               "declared bounds, inside those bounds; no column of the model "
                               "has any: declare bounds={column: (lower, upper)}")
+        endog = self.design.endog_name
+        rate_only = fallback is not None and endog not in columns
+        if rate_only:  # the outcome's two values, for its rate only (not a range)
+            columns = {**columns, endog: (np.asarray(self.design.endog, float), (0.0, 1.0))}
         with warnings.catch_warnings():  # the engine's own fit repeats any such warning
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             build = engine.events(self.problem, opts)
@@ -669,10 +687,19 @@ class DPRegression:
             raise BudgetExceededError(f"the budget {request.describe()} is too small to "
                                       f"learn the ranges and fit: {err}") from None
         release = release_ranges(columns, event, ranges_rng(opts.random_state), DEFAULT_BINS)
+        rate_reason = None
+        if fallback is not None:
+            rate = release.share_at(endog, 1.0)
+            keep, rate_reason = newton_rate_reason(self.design.nobs, request_mu(request),
+                                                   rate, reason)
+            if rate_only:
+                release = release.without(endog)
+            if not keep:  # the fallback engine, calibrated to what the histograms leave
+                opts = fit_options(**fallback)
+                engine = ENGINES[opts.engine]
         model = DPRegression.__new__(DPRegression)
         model._set_up(self._source.rebuild(release.ranges, self.design), self.family,
                       (self.c, self.tau, self.mallows))
-        endog = self.design.endog_name
         median = (release.quantiles[endog][2] if endog in release.quantiles
                   and endog not in release.kept else None)
         side = release.skewed(endog) if self.objective.psi_bound is None else None
@@ -705,9 +732,12 @@ class DPRegression:
                "noise per bin over the tail rows)")
             + " beyond each (snapped outward to the grid); the engine's settings and noise "
             "follow from these "
-            f"ranges as if declared.{kept}",)
+            f"ranges as if declared.{kept}"
+            + (f" The same release counted the zeros and ones of the outcome {endog!r} (its "
+               "rate, for the engine's choice; the outcome is not clipped)." if rate_only
+               else ""),)
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
-                                                       notes=notes))
+                                                       notes=notes)), rate_reason
 
     def _skewed_outcome_note(self, release, engine: str, reached: bool) -> tuple[str, ...]:
         """A note when the outcome of a family with an unbounded score (linear

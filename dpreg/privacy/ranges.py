@@ -52,6 +52,7 @@ data's (most of its box) at n = 1000.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
@@ -474,6 +475,8 @@ class RangesRelease:
         geometric grid instead of ``bins`` equal bins.
     grids : dict
         ``{column: edges}``: each column's grid (:func:`column_edges`).
+    counts : dict
+        ``{column: noisy counts}``: the released histogram of each column (public).
     """
 
     ranges: Mapping[str, tuple[float, float]]
@@ -487,6 +490,7 @@ class RangesRelease:
     tail_bins: Mapping[str, tuple[int, int]] = field(default_factory=dict)
     scale_grids: tuple[str, ...] = ()
     grids: Mapping[str, np.ndarray] = field(default_factory=dict)
+    counts: Mapping[str, np.ndarray] = field(default_factory=dict)
 
     @property
     def guard(self) -> int:
@@ -532,6 +536,28 @@ class RangesRelease:
             return "left"
         return None
 
+    def share_at(self, column: str, value: float) -> float:
+        """The released share of the rows in the bin of ``column``'s grid that holds
+        ``value`` (a binary column's rate of ones at ``value = 1``), within ``[1/(2n),
+        1 - 1/(2n)]`` (post-processing of the counts; the noise is
+        ``event.noise_std / n``)."""
+        n = max(self.rows, 1)
+        edges = self.grids[column]
+        b = min(max(int(np.searchsorted(edges, value, side="right")) - 1, 0), len(edges) - 2)
+        return float(np.clip(self.counts[column][b] / n, 0.5 / n, 1.0 - 0.5 / n))
+
+    def without(self, column: str) -> RangesRelease:
+        """The release with ``column`` dropped from every per-column field (a column
+        released for another use than its range: the design keeps its own values)."""
+        def drop(mapping):
+            return {k: v for k, v in mapping.items() if k != column}
+        return dataclasses.replace(
+            self, ranges=drop(self.ranges), declared=drop(self.declared),
+            kept=tuple(c for c in self.kept if c != column), quantiles=drop(self.quantiles),
+            tail_bins=drop(self.tail_bins),
+            scale_grids=tuple(c for c in self.scale_grids if c != column),
+            grids=drop(self.grids), counts=drop(self.counts))
+
     def describe(self) -> str:
         """One line: each column's learned range (and its declared box)."""
         return "; ".join(
@@ -575,12 +601,14 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
                           f"({histogram_sensitivity(k, event.adjacency):.6g})")
     tail = tail_rows(max(n, 1))
     learned, declared, kept, quantiles, tail_bins, grids = {}, {}, [], {}, {}, {}
+    released = {}
     for name, (values, box) in columns.items():
         lo, hi = float(box[0]), float(box[1])
         edges = column_edges(box, bins)
         grids[name] = edges
         noisy = column_histogram(values, edges) + rng.normal(0.0, event.noise_std,
                                                              len(edges) - 1)
+        released[name] = noisy
         found = range_from_counts(noisy, edges, tail, event.noise_std, n)
         q = [quantile_from_counts(noisy, edges, event.noise_std, level)
              for level in TAIL_LEVELS]
@@ -601,4 +629,4 @@ def release_ranges(columns: Mapping[str, tuple[np.ndarray, Sequence[float]]],
                          rows=int(n), tail_bins=tail_bins,
                          scale_grids=tuple(c for c, (_, box) in columns.items()
                                            if isinstance(box, ScaleBox)),
-                         grids=grids)
+                         grids=grids, counts=released)

@@ -64,7 +64,7 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.fits.iv": ("DEFAULT_SPLIT", "WEAK_F"),
     "dpreg.fits.engine_choice": ("DEFAULT_ENGINE", "STATISTICS_ENGINES", "FALLBACK_ENGINES",
                                  "NEWTON_MIN_N_MU", "NEWTON_MAX_P", "NEWTON_WIDE_MIN_N_MU",
-                                 "NEWTON_WIDE_MAX_P"),
+                                 "NEWTON_WIDE_MAX_P", "NEWTON_MIN_RATE_N_MU"),
     "dpreg.fits._engine_choice_table": ("RULES",),
     "dpreg.engines.dpsgd": ("DEFAULT_WORK", "ROWS_PER_BATCH", "MIN_STEPS"),
     "dpreg.engines.dpgd": ("MIXING_MULTIPLE",),
@@ -120,6 +120,7 @@ DPSGD_WARNING_RUNS = ("budget_split.csv", "clustered_analysis.txt", "clusters.cs
          "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
          "floor_bootstrap_interval.csv", "heteroskedastic_intervals.txt",
          "joint_test_size.txt", "newton_logit.txt", "newton_logit_mallows.txt",
+         "newton_logit_rate.txt",
          "prediction_intervals.csv", "private_ranges.csv", "private_ranges.txt",
          "real_data.csv", "robustness.csv",
          "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_skewed_clip.txt",
@@ -134,7 +135,7 @@ NEUTRAL_EXCEPT = {
         "preconditioner, the default; rows as the privacy unit) and its flag: read by "
         "those fits only; the runs listed have such fits",
         ("budget_split.csv", "dpsgd_floor_check.csv", "dpsgd_floor_check_budget.csv",
-         "newton_logit_mallows.txt", "engines-families.csv",
+         "newton_logit_mallows.txt", "newton_logit_rate.txt", "engines-families.csv",
          "engines-families-shortest.csv",
          "families_coverage_n1000_r300.csv", "families_coverage_lr_1_over_kappa.txt",
          "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
@@ -171,6 +172,13 @@ NEUTRAL_EXCEPT = {
         "expectile models above it (randhie's Huber, p = 10; fair's, p = 9, at mu = 10); "
         "every other run's are narrower, wider, below it or have their engine given",
         ("statsmodels_datasets.csv", "real_data.csv")),
+    "fits.engine_choice.NEWTON_MIN_RATE_N_MU": (
+        "a default logit that meets the Newton rule counts its outcome's zeros and ones "
+        "with the ranges' histograms and keeps noisy Newton only where n mu r (1 - r) is "
+        "at least this (else DP-SGD): the runs listed have such default logits (fair's, "
+        "at mu 5 and 10); every other run's logits name their engine or are below the "
+        "rule",
+        ("statsmodels_datasets.csv",)),
     "fits.engine_choice.NEWTON_WIDE_MAX_P": (
         "the most columns the Newton rule takes at NEWTON_WIDE_MIN_N_MU (see it)",
         ("statsmodels_datasets.csv", "real_data.csv")),

@@ -120,6 +120,23 @@ def test_a_long_tail_is_read_off_the_released_quantiles(draw, side):
         assert release_ranges({"y": (ends, box)}, event, rng).skewed("y") is None
 
 
+@pytest.mark.parametrize("box", [(0.0, 1.0), (-1.0, 2.0)])
+def test_a_binary_columns_rate_is_read_off_its_released_histogram(box):
+    # the share of ones, from the bin that holds 1 (the last one of a (0, 1) box, a
+    # middle one of a wider box); dropping the column leaves the others' release as it was
+    rng = np.random.default_rng(4)
+    n = 5000
+    ones = (rng.random(n) < 0.035).astype(float)
+    other = rng.uniform(0, 10, n)
+    event = GaussianMechanismEvent(name=RANGES_EVENT, sensitivity=2.0, noise_std=3.0,
+                                   adjacency="replace-one")
+    release = release_ranges({"x": (other, (0.0, 10.0)), "b": (ones, box)}, event, rng)
+    assert abs(release.share_at("b", 1.0) - ones.mean()) < 4 * 3.0 / n
+    rest = release.without("b")
+    assert list(rest.ranges) == ["x"] and "b" not in rest.counts
+    assert rest.ranges["x"] == release.ranges["x"]
+
+
 def test_the_summary_notes_a_long_tailed_outcome_and_only_for_unbounded_scores():
     rng = np.random.default_rng(5)
     n = 5000
