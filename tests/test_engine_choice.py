@@ -354,3 +354,63 @@ def test_a_rare_event_logit_keeps_dpsgd_by_its_released_rate():
     assert chosen.engine == "Noisy Newton"
     assert chosen.ledger.events[0].sensitivity == pytest.approx(
         histogram_sensitivity(1, "replace-one"))
+
+
+def test_the_rate_rule_is_n_mu_r_one_minus_r_against_its_threshold():
+    from dpreg.fits.engine_choice import NEWTON_MIN_RATE_N_MU, newton_rate_reason
+
+    line = "default engine: newton (noisy Newton) for logistic regression."
+    n, mu = 10_000, 5.0
+    # r (1 - r) just above and just below threshold / (n mu)
+    target = NEWTON_MIN_RATE_N_MU / (n * mu)
+    r_at = (1 - math.sqrt(1 - 4 * target)) / 2
+    keep, reason = newton_rate_reason(n, mu, r_at * 1.01, line)
+    assert keep and reason.startswith("default engine: newton")
+    keep, reason = newton_rate_reason(n, mu, r_at * 0.99, line)
+    assert not keep and reason.startswith("default engine: dpsgd")
+    # symmetric in r and 1 - r: rare zeros are as rare as rare ones
+    assert not newton_rate_reason(n, mu, 1 - r_at * 0.99, line)[0]
+    keep, reason = newton_rate_reason(n, mu, 0.3, "engine='auto': newton for it.")
+    assert keep and reason.startswith("engine='auto': newton")
+    assert newton_rate_reason(n, mu, 0.01, "engine='auto': newton.")[1].startswith(
+        "engine='auto': dpsgd")
+
+
+@pytest.mark.parametrize("request_kw", [{"epsilon": 40.0, "delta": 1e-6}, {"rho": 12.5}])
+def test_a_rare_event_logit_falls_back_under_every_unit_and_meets_the_request(request_kw):
+    # the fallback engine is calibrated to what the histograms (outcome counted) leave
+    from dpreg.fits.engine_choice import NEWTON_MIN_N_MU, request_mu
+    from dpreg.privacy.request import PrivacyRequest
+
+    rng = np.random.default_rng(6)
+    n = math.ceil(NEWTON_MIN_N_MU / 5)
+    assert n * request_mu(PrivacyRequest.from_options(**request_kw)) >= NEWTON_MIN_N_MU
+    x = rng.uniform(0, 4, n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-(-4.5 + 0.5 * x)))).astype(float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_logit("y ~ x", pd.DataFrame({"x": x, "y": y}), bounds={"x": (0, 4)},
+                             random_state=2, **request_kw)
+    assert res.engine == "DP-SGD"
+    assert res.ledger.events[0].name == "ranges (noisy histograms)"
+    if "rho" in request_kw:  # the rigorous zCDP total of every release, the ranges' too
+        assert res.ledger.rho_rigorous <= request_kw["rho"] * (1 + 1e-9)
+    else:  # the rigorous PLD epsilon at the request's delta
+        assert res.ledger.epsilon_rigorous[0] <= request_kw["epsilon"] * (1 + 1e-6)
+
+
+def test_a_rare_logit_with_declared_outcome_bounds_is_not_clipped_to_a_range():
+    # the outcome's bounds (0, 1) declared: its histogram is counted (and gives the rate)
+    # but no range is learned for it (a range [0, 0.5] would make it non-binary)
+    rng = np.random.default_rng(7)
+    n = 5000
+    x = rng.uniform(0, 4, n)
+    y = np.zeros(n)
+    y[rng.choice(n, 25, replace=False)] = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = dpreg.dp_logit("y ~ x", pd.DataFrame({"x": x, "y": y}),
+                             bounds={"x": (0, 4), "y": (0, 1)}, mu=5, random_state=1)
+    assert res.engine == "DP-SGD"  # 25 ones: n mu r (1 - r) is about 125
+    assert "y [" not in res.settings.value("ranges")
+    assert np.all(np.isfinite(res.params))

@@ -261,6 +261,8 @@ def test_mallows_weighted_logit_standard_errors_are_the_weighted_sandwich():
     assert np.max(np.abs(res.params.to_numpy() - glm.params) / glm.bse) < 0.01
     np.testing.assert_allclose(res.bse, glm.bse, rtol=0.02)
     assert res.settings.value("hessians_at") == ", ".join(map(str, WEIGHTED_HESSIAN_AT))
+    hessians = {e.name: e.count for e in res.ledger.events}["Hessian A"]
+    assert hessians == len(WEIGHTED_HESSIAN_AT) == 3
     # unweighted logits keep two Hessians
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

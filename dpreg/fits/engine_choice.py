@@ -63,9 +63,10 @@ NEWTON_WIDE_MAX_P = 15
 #: Logistic regression's default is noisy Newton only where also ``n mu r (1 - r)`` is at
 #: least this, ``r`` the outcome's rate released with the ranges' histograms (the
 #: information per row of a logit scales with ``r (1 - r)``): a logit of about 3.5% ones
-#: (``r (1 - r) = 0.034``) warned in 91-96% of its noisy Newton fits at ``n mu = 25,000``
+#: (``r (1 - r) = 0.034``) warned in 88-93% of its noisy Newton fits at ``n mu = 25,000``
 #: (845) and in 8% at 50,000 (1,690), where the approval logit (``0.086``; 2,160) warned
-#: in 2-3% (``validation/newton_logit.py --engine --design rare_approval``).
+#: in 0-3% (``validation/newton_logit.py --default-engine``,
+#: ``validation/results/newton_logit_rate.txt``).
 NEWTON_MIN_RATE_N_MU = 2_000
 
 
@@ -100,7 +101,7 @@ def newton_rate_reason(n: int, mu: float, rate: float, newton: str) -> tuple[boo
         f"{head}: dpsgd for logistic regression: n mu = {n * mu:,.0f} meets noisy "
         f"Newton's rule, but {released} < {NEWTON_MIN_RATE_N_MU:,}: with rare events the "
         f"Newton Hessian is mostly noise (a 3.5%-ones logit's Newton fits warned in "
-        f"91-96% of data sets at n mu = 25,000); {NEWTON_CITATION}.")
+        f"88-93% of data sets at n mu = 25,000); {NEWTON_CITATION}.")
 
 
 def newton_min_n_mu(p: int) -> float:

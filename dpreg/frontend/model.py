@@ -676,6 +676,9 @@ class DPRegression:
         rate_only = fallback is not None and endog not in columns
         if rate_only:  # the outcome's two values, for its rate only (not a range)
             columns = {**columns, endog: (np.asarray(self.design.endog, float), (0.0, 1.0))}
+        # a binary outcome is counted (its rate), never clipped to a learned range: a
+        # range between its two values would make it non-binary
+        counted = self.objective.family.binary_outcome and endog in columns
         with warnings.catch_warnings():  # the engine's own fit repeats any such warning
             warnings.simplefilter("ignore", PrivacyLeakWarning)
             build = engine.events(self.problem, opts)
@@ -692,11 +695,11 @@ class DPRegression:
             rate = release.share_at(endog, 1.0)
             keep, rate_reason = newton_rate_reason(self.design.nobs, request_mu(request),
                                                    rate, reason)
-            if rate_only:
-                release = release.without(endog)
             if not keep:  # the fallback engine, calibrated to what the histograms leave
                 opts = fit_options(**fallback)
                 engine = ENGINES[opts.engine]
+        if counted:
+            release = release.without(endog)
         model = DPRegression.__new__(DPRegression)
         model._set_up(self._source.rebuild(release.ranges, self.design), self.family,
                       (self.c, self.tau, self.mallows))
@@ -733,9 +736,9 @@ class DPRegression:
             + " beyond each (snapped outward to the grid); the engine's settings and noise "
             "follow from these "
             f"ranges as if declared.{kept}"
-            + (f" The same release counted the zeros and ones of the outcome {endog!r} (its "
-               "rate, for the engine's choice; the outcome is not clipped)." if rate_only
-               else ""),)
+            + (f" The same release counted the zeros and ones of the outcome {endog!r} ("
+               + ("its rate, for the engine's choice; " if fallback is not None else "")
+               + "a binary outcome is not clipped)." if counted else ""),)
         return DPRegressionResults(dataclasses.replace(res.record, settings=settings,
                                                        notes=notes)), rate_reason
 
