@@ -335,6 +335,21 @@ def fair_cell(mu: float, reps: int, seed: int) -> list[str]:
     return private_lines(f"fair (parametric), n = {len(fair)}, mu = {mu:g}", reps, got)
 
 
+def _fit_and_record(into: dict, beta, se, formula: str, data, **options):
+    """``dp_logit(formula, data, **options)``; appends to ``into`` whether its default
+    intervals cover ``beta`` (the mean over coefficients), their length over the
+    non-private interval (standard errors ``se``) and whether it warned. Returns the fit."""
+    z = stats.norm.ppf(0.975)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        res = dpreg.dp_logit(formula, data, **options)
+    ci = res.conf_int().to_numpy()
+    into["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
+    into["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
+    into["warned"].append(any(issubclass(w.category, ConvergenceWarning) for w in caught))
+    return res
+
+
 def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False,
                 weights: str | None = None) -> list[str]:
     """The package's ``engine="newton"`` at its defaults (private ranges): per fit its
@@ -349,17 +364,10 @@ def engine_cell(label: str, draw, reps: int, mu: float, versus: bool = False,
 
     def record(into: dict, engine: str, data, formula, bounds, levels, seed, beta, se):
         start = time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
-                                 mu=mu, engine=engine, random_state=seed,
-                                 weights=weights)
+        _fit_and_record(into, beta, se, formula, data, bounds=bounds,
+                        levels=levels or None, mu=mu, engine=engine, random_state=seed,
+                        weights=weights)
         into["seconds"].append(time.perf_counter() - start)
-        ci = res.conf_int().to_numpy()
-        into["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
-        into["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
-        into["warned"].append(any(issubclass(w.category, ConvergenceWarning)
-                                  for w in caught))
 
     for _ in range(reps):
         data, formula, bounds, levels, truth, seed = draw()
@@ -400,18 +408,10 @@ def default_cell(design: str, n: int, mu: float, reps: int, seed: int) -> list[s
         se = nonprivate.bse.to_numpy()
         mle.append(np.mean(np.abs(nonprivate.params.to_numpy() - beta) <= z * se))
         for side, engine in (("default", None), ("newton", "newton")):
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                res = dpreg.dp_logit(formula, data, bounds=bounds, levels=levels or None,
-                                     mu=mu, random_state=fit_seed,
-                                     **({"engine": engine} if engine else {}))
-            ci = res.conf_int().to_numpy()
-            got = sides[side]
-            got["newton"].append(res.engine == "Noisy Newton")
-            got["cover"].append(np.mean((ci[:, 0] <= beta) & (beta <= ci[:, 1])))
-            got["length"].append(np.mean((ci[:, 1] - ci[:, 0]) / (2 * z * se)))
-            got["warned"].append(any(issubclass(w.category, ConvergenceWarning)
-                                     for w in caught))
+            res = _fit_and_record(sides[side], beta, se, formula, data, bounds=bounds,
+                                  levels=levels or None, mu=mu, random_state=fit_seed,
+                                  **({"engine": engine} if engine else {}))
+            sides[side]["newton"].append(res.engine == "Noisy Newton")
     lines = [f"{design}, n = {n}, mu = {mu:g}, the default engine against engine='newton', "
              f"{reps} data sets (MC s.e. {math.sqrt(0.05 * 0.95 / reps):.3f}; MLE covers "
              f"{np.mean(mle):.3f})"]
