@@ -39,6 +39,7 @@ numpydoc_validation_exclude = {
     r"^dpreg\.results\.prediction\.PredictionResults$",
     r"^dpreg\.results\.margins\.Margins$",
     r"^dpreg\.inference\.rs_joint\.RSInference$",
+    r"^dpreg\.inference\.mixed\.MixedInference$",
     # A ScaleBox is a tuple: the methods it inherits are Python's, documented there.
     r"^dpreg\.ScaleBox\.(count|index)$",
 }

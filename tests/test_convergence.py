@@ -453,6 +453,10 @@ def test_with_clusters_as_the_unit_a_long_plugin_and_the_floor_warn_as_before():
     assert rep.plugin_too_long == tuple(long) and rep.plugin_long == ()
     assert set(gated) <= set(rep.floor_decided)
     assert any("over 2.5 times the random-scaling" in str(w.message) for w in caught)
+    # clusters: a switched default is random scaling for every coefficient, not
+    # "plugin_rs" (measured with rows as the unit only)
+    assert res.cov_type == ("rs" if rep.floor_decided and not rep.unconverged else "plugin")
+    assert "plugin_rs" not in res.inferences or res.cov_type != "plugin_rs"
     # the checks themselves: the gate off names every coefficient the floor decides
     se, rs = np.ones(2), np.array([0.3, 0.3])
     args = dict(plugin_se=se, rs_scale=rs, rs_critical=1.0, plugin_critical=1.0,
@@ -490,7 +494,8 @@ def test_floor_message_says_which_inference_is_the_default_and_recommends_none()
     assert "not reliable either" in kept and "0.808" in kept
     assert "random scaling finds them too short (its intervals over 1.1 times" in kept
     (switched,) = replace(rep, default_switched=True).messages("DP-SGD")
-    assert "default inference is therefore random scaling" in switched
+    assert "default intervals of these coefficients are therefore random scaling's" \
+        in switched and "the others keep the plug-in's" in switched
     assert "not reliable either" in switched and "path checks passed" not in switched
     both = replace(rep, unconverged=("b",)).messages("DP-SGD")
     floor = [m for m in both if "eigenvalue floor" in m]

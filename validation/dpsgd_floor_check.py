@@ -27,9 +27,12 @@ not cover with under 95% warned (issue 26's targets).
 
 Writes ``validation/results/dpsgd_floor_check.csv`` (the curve) and
 ``validation/results/dpsgd_floor_check_cells.csv`` (per cell, the rule before and now);
-with ``--budget-grid``, the fit's rule across ``n mu`` at the learned ranges
-(:data:`BUDGET_CELLS`, :func:`budget_table`) in
-``validation/results/dpsgd_floor_check_budget.csv``.
+with ``--budget-grid``, the fit's rule across ``n mu`` at the learned ranges and in the
+codebook boxes (:data:`BUDGET_CELLS`, :func:`budget_table`, before and after the default
+interval became ``"plugin_rs"`` and the finding alone a note) in
+``validation/results/dpsgd_floor_check_budget.csv``, and the coverage of the pairs named
+where the check was the only finding (:func:`floor_alone_table`) in
+``validation/results/dpsgd_floor_check_alone.csv``.
 """
 
 from __future__ import annotations
@@ -44,7 +47,12 @@ import pandas as pd
 from joblib import Parallel, delayed
 
 from dpreg.exceptions import ConvergenceWarning
-from dpreg.inference.diagnostics import FLOOR_RS_RATIO, FLOOR_SENSITIVITY, RATIO_LOWER
+from dpreg.inference.diagnostics import (
+    FLOOR_NOTE_MIN_N_MU,
+    FLOOR_RS_RATIO,
+    FLOOR_SENSITIVITY,
+    RATIO_LOWER,
+)
 
 CELLS = [(d, f, n, mu, r) for d, f in (("wage", "linear"), ("fertility", "linear"),
                                         ("participation", "logistic"),
@@ -57,7 +65,7 @@ CELL = ["design", "n", "mu", "ranges"]
 BUDGET_DESIGNS = (("fertility", "linear"), ("participation", "logistic"),
                   ("approval", "logistic"), ("participation_years", "logistic"),
                   ("rare_approval", "logistic"))
-BUDGET_CELLS = [(d, f, n, mu, "private") for d, f in BUDGET_DESIGNS
+BUDGET_CELLS = [(d, f, n, mu, r) for r in ("private", "declared") for d, f in BUDGET_DESIGNS
                 for n, mu in ((500, 5.0), (2500, 1.0), (1000, 5.0), (5000, 1.0),
                               (1000, 10.0), (5000, 2.0), (2000, 10.0), (10_000, 2.0))]
 #: The seed's design key (the first cells' order, so their recorded fits reproduce).
@@ -105,16 +113,30 @@ def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
     return rows
 
 
-def apply_rule(raw: pd.DataFrame, t: float, r: float) -> pd.DataFrame:
-    """The records with the rule at thresholds ``t`` (change) and ``r`` (ratio gate)."""
+def apply_rule(raw: pd.DataFrame, t: float, r: float, *, note_from: float | None = None,
+               mixed: bool = True) -> pd.DataFrame:
+    """The records with the rule at thresholds ``t`` (change) and ``r`` (ratio gate).
+
+    A fit the check names switches its default interval (unless a path check flagged
+    it): to random scaling's for the named coefficients and the plug-in's for the others
+    (``mixed``, the fit's ``"plugin_rs"``), or to random scaling's for every coefficient
+    (``mixed=False``, the rule before it). With ``note_from``, the check's finding is a
+    note (the fit unwarned) at the learned ranges from that ``n mu`` when nothing else
+    fired (the fit's :data:`~dpreg.inference.diagnostics.FLOOR_NOTE_MIN_N_MU`); ``None``:
+    it always warns (the rule before).
+    """
     d = raw.copy()
     ratio = d["rs_length"] / d["plugin_length"]
     d["named"] = (d["floor_change"] > t) & (ratio > r)
     fit_named = d.groupby(CELL + ["rep"])["named"].transform("max")
-    switched = fit_named & ~d["unconverged"]  # the default moves to random scaling
-    d["covers"] = np.where(switched, d["rs_covers"], d["plugin_covers"])
-    d["length"] = np.where(switched, d["rs_length"], d["plugin_length"])
-    d["warned"] = fit_named | d["other"]
+    switched = fit_named & ~d["unconverged"]
+    use_rs = switched & (d["named"] if mixed else True)
+    d["covers"] = np.where(use_rs, d["rs_covers"], d["plugin_covers"])
+    d["length"] = np.where(use_rs, d["rs_length"], d["plugin_length"])
+    d["floor_only"] = fit_named & ~d["other"]
+    noted = np.zeros(len(d), dtype=bool) if note_from is None else (
+        d["floor_only"] & (d["ranges"] == "private") & (d["n"] * d["mu"] >= note_from))
+    d["warned"] = (fit_named & ~noted) | d["other"]
     return d
 
 
@@ -130,7 +152,7 @@ def by_cell(d: pd.DataFrame) -> pd.DataFrame:
 
 def characteristic(raw: pd.DataFrame, t: float, r: float) -> dict:
     """The rule at thresholds ``t`` and ``r``, re-applied to the recorded fits."""
-    d = apply_rule(raw, t, r)
+    d = apply_rule(raw, t, r, note_from=FLOOR_NOTE_MIN_N_MU)
     pairs = d.groupby(CELL + ["coef"])["covers"].agg(["mean", "size"])
     ok = (pairs["mean"] >= 0.95 - 3 * np.sqrt(0.0475 / pairs["size"])).rename("pair_ok")
     d = d.join(ok, on=CELL + ["coef"])
@@ -154,24 +176,53 @@ def characteristic(raw: pd.DataFrame, t: float, r: float) -> dict:
 
 
 def budget_table(raw: pd.DataFrame) -> pd.DataFrame:
-    """Per ``--budget-grid`` cell, under the fit's rule: fits warned (by any check and
-    by the floor check alone), the default interval's coverage over all fits and the
-    unwarned ones, and over the (coefficient, fit) pairs the floor check named, the
-    plug-in's and random scaling's coverage."""
-    d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO)
-    d["floor_only"] = d.groupby(CELL + ["rep"])["named"].transform("max") & ~d["other"]
+    """Per ``--budget-grid`` cell: fits warned *before* (random scaling's intervals for
+    every coefficient of a fit the floor check names, and a warning) and *now* (the
+    fit's rule: random scaling's for the named coefficients, the plug-in's for the
+    others, and a note where :func:`apply_rule`'s ``note_from`` holds); the share of fits
+    where the floor check was the only finding; the default interval's coverage over all
+    fits and over the unwarned ones, before and now, and the unwarned intervals' mean
+    length over the non-private one (now); and over the (coefficient, fit) pairs the
+    check named in fits where it was the only finding, the plug-in's and random
+    scaling's coverage."""
+    before = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO, mixed=False)
+    d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO, note_from=FLOOR_NOTE_MIN_N_MU)
     fits = d.groupby(CELL + ["rep"])[["warned", "floor_only"]].first().groupby(CELL).mean()
-    named = d[d["named"]].groupby(CELL)
+    fits_before = before.groupby(CELL + ["rep"])["warned"].first().groupby(CELL).mean()
+    alone = d[d["named"] & d["floor_only"]].groupby(CELL)
     out = pd.DataFrame({
         "n_mu": d.groupby(CELL)["n"].first() * d.groupby(CELL)["mu"].first(),
-        "warned": fits["warned"], "warned_floor_only": fits["floor_only"],
+        "warned_before": fits_before, "warned": fits["warned"],
+        "floor_only": fits["floor_only"],
+        "coverage_before": before.groupby(CELL)["covers"].mean(),
         "coverage": d.groupby(CELL)["covers"].mean(),
+        "coverage_unwarned_before":
+            before[~before["warned"]].groupby(CELL)["covers"].mean(),
         "coverage_unwarned": d[~d["warned"]].groupby(CELL)["covers"].mean(),
-        "named_pairs": named.size(),
-        "named_plugin": named["plugin_covers"].mean(),
-        "named_rs": named["rs_covers"].mean()}).fillna({"named_pairs": 0})
-    out["named_pairs"] = out["named_pairs"].astype(int)
-    return out.sort_values(["n_mu", "design", "n"])
+        "length_unwarned": d[~d["warned"]].groupby(CELL)["length"].mean(),
+        "alone_pairs": alone.size(),
+        "alone_plugin": alone["plugin_covers"].mean(),
+        "alone_rs": alone["rs_covers"].mean()}).fillna({"alone_pairs": 0})
+    out["alone_pairs"] = out["alone_pairs"].astype(int)
+    return out.sort_values(["ranges", "n_mu", "design", "n"], ascending=[False, True,
+                                                                          True, True])
+
+
+def floor_alone_table(raw: pd.DataFrame) -> pd.DataFrame:
+    """The (coefficient, fit) pairs the floor check named in fits where it was the only
+    finding, pooled by ranges and ``n mu``: the plug-in's and random scaling's coverage,
+    and the other coefficients' of those fits (what the note rests on)."""
+    d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO)
+    d = d[d["floor_only"]].assign(n_mu=d["n"] * d["mu"])
+    rows = []
+    for (ranges, n_mu), g in d.groupby(["ranges", "n_mu"]):
+        named, other = g[g["named"]], g[~g["named"]]
+        rows.append(dict(ranges=ranges, n_mu=n_mu, fits=g.groupby(CELL + ["rep"]).ngroups,
+                         named_pairs=len(named), named_plugin=named["plugin_covers"].mean(),
+                         named_rs=named["rs_covers"].mean(), other_pairs=len(other),
+                         other_plugin=other["plugin_covers"].mean(),
+                         other_rs=other["rs_covers"].mean()))
+    return pd.DataFrame(rows).sort_values(["ranges", "n_mu"], ascending=[False, True])
 
 
 def main() -> None:
@@ -198,7 +249,17 @@ def main() -> None:
             raw.to_csv(Path(args.raw), index=False)
         table = budget_table(raw).round(4)
         table.to_csv(Path(args.out) / "dpsgd_floor_check_budget.csv")
+        alone = floor_alone_table(raw).round(4)
+        alone.to_csv(Path(args.out) / "dpsgd_floor_check_alone.csv", index=False)
         print(table.to_string())
+        print(alone.to_string(index=False))
+        d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO)
+        noted = d[d["named"] & d["floor_only"] & (d["ranges"] == "private")
+                  & (d["n"] * d["mu"] >= FLOOR_NOTE_MIN_N_MU)]
+        print(f"named where the floor was the only finding, learned ranges, n mu >= "
+              f"{FLOOR_NOTE_MIN_N_MU:,}: {len(noted)} pairs, random scaling covered "
+              f"{noted['rs_covers'].mean():.3f} (FLOOR_NOTE_COVERAGE), the plug-in "
+              f"{noted['plugin_covers'].mean():.3f}")
         print(f"{(time.perf_counter() - t0) / 60:.1f} min")
         return
     if args.from_raw:

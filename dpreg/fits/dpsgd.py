@@ -39,8 +39,14 @@ from dpreg.fits.options import (
     plugin_split,
 )
 from dpreg.inference.base import StudentLaw
-from dpreg.inference.diagnostics import curvature_factor, path_report, with_curvature_bias
+from dpreg.inference.diagnostics import (
+    curvature_factor,
+    floor_as_note,
+    path_report,
+    with_curvature_bias,
+)
 from dpreg.inference.methods import engine_methods
+from dpreg.inference.mixed import plugin_with_rs
 from dpreg.inference.plugin import (
     covariance_replicates,
     floor_eigenvalues,
@@ -226,8 +232,9 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
     request : PrivacyRequest
         The total budget.
     given : frozenset of str
-        The options the user gave (a default ``cov_type`` may switch to random scaling
-        when the plug-in is decided by the private Hessian's eigenvalue floor).
+        The options the user gave (a default ``cov_type`` becomes ``"plugin_rs"``,
+        random scaling's intervals for the coefficients whose plug-in standard errors
+        the private Hessian's eigenvalue floor set, when the floor check names some).
 
     Returns
     -------
@@ -301,6 +308,10 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
         report = with_curvature_bias(report, design.exog_names, cond.params(out.params),
                                      out.trajectory_iter, out.params, np.linalg.inv(precond),
                                      inferences["plugin"].scale, factor=k)
+    if report is not None and rows_unit and problem.prior and precond is not None \
+            and default_step_rule(opts):
+        # the floor's finding alone is a note at the learned ranges (FLOOR_NOTE_MIN_N_MU)
+        report = floor_as_note(report, n * request.gdp_mu)
     notes: tuple[str, ...] = adjacency_notes(ledger)
     if report is not None:
         notes += report.notes
@@ -316,13 +327,27 @@ def fit_dpsgd(problem: Problem, opts: DPSGDOptions, request: PrivacyRequest,
                                f"a batch samples {pub.batch_size} of the G clusters and "
                                "divides its sum by the public m K"),)
     cov_type = opts.cov_type
-    if "cov_type" not in given and report is not None and report.floor_decided \
-            and not report.unconverged:
+    floored = () if report is None else report.floor_decided or report.floor_noted
+    if floored and "plugin" in inferences and "rs" in inferences:
+        inferences["plugin_rs"] = plugin_with_rs(inferences["plugin"], inferences["rs"],
+                                                 design.exog_names, floored)
+    if "cov_type" not in given and floored and not report.unconverged and not rows_unit:
+        # clusters as the privacy unit: random scaling for every coefficient, as before
+        # "plugin_rs" (measured with rows as the unit only)
         cov_type = "rs"
-        report = dataclasses.replace(report, default_switched=True)
+        report = dataclasses.replace(report, default_switched=True, default_rs=True)
         notes += ("Inference: random scaling, not the plug-in (the default): the plug-in "
                   "standard errors were set by the private Hessian's eigenvalue floor, "
                   "while random scaling needs no Hessian.",)
+    elif "cov_type" not in given and floored and not report.unconverged:
+        cov_type = "plugin_rs"
+        report = dataclasses.replace(report, default_switched=True)
+        notes += (f"Inference: the plug-in's intervals, random scaling's for {list(floored)} "
+                  "(the default when the floor check names coefficients: their plug-in "
+                  "standard errors were set by the private Hessian's eigenvalue floor, "
+                  "while random scaling needs no Hessian); a test, prediction or margin that "
+                  "involves them uses random scaling, any other the plug-in. "
+                  "cov_type='plugin' or 'rs' gives either throughout.",)
     if request.unit == "rho":
         notes += ("zCDP does not improve with subsampling: each of the T steps is charged "
                   "as an unsampled Gaussian mechanism (rigorous, but far more noise than a "

@@ -23,7 +23,7 @@ import math
 
 from dpreg.families import Family, get_family
 from dpreg.fits import _engine_choice_table as table
-from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
+from dpreg.privacy.gdp import epsilon_to_mu
 from dpreg.privacy.request import PrivacyRequest
 
 __all__ = ["choose_engine", "default_engine", "newton_reason", "request_mu", "DEFAULT_ENGINE",
@@ -118,13 +118,8 @@ NEWTON_CITATION = "docs: the logistic family, 'Noisy Newton'"
 
 
 def request_mu(request: PrivacyRequest) -> float:
-    """The Gaussian-DP ``mu`` of a request (for (epsilon, delta), the mu whose
-    Gaussian tradeoff curve meets it exactly)."""
-    if request.unit == "mu":
-        return float(request.mu)
-    if request.unit == "rho":
-        return float(rho_to_mu(request.rho))
-    return float(epsilon_to_mu(request.epsilon, request.delta))
+    """The Gaussian-DP ``mu`` of a request (:attr:`PrivacyRequest.gdp_mu`)."""
+    return request.gdp_mu
 
 
 @functools.lru_cache(maxsize=None)

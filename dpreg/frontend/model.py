@@ -365,9 +365,12 @@ class DPRegression:
             compares them.
         cov_type : str, optional
             Inference behind ``bse`` and ``pvalues``. DP-SGD: ``"plugin"`` (default,
-            normal) or ``"rs"`` (random scaling). LDP-SGD: ``"rs"`` (default),
-            ``"batch_means"`` or ``"plugin"``. DP-GD: ``"batch_means"`` (default),
-            ``"checkpoints"`` or ``"runs"`` (t intervals from m estimates). AdaSSP:
+            normal; where the eigenvalue-floor check names coefficients and this is not
+            given, the default becomes ``"plugin_rs"``: random scaling's intervals for
+            those, the plug-in's for the others) or ``"rs"`` (random scaling).
+            LDP-SGD: ``"rs"`` (default), ``"batch_means"`` or ``"plugin"``. DP-GD:
+            ``"batch_means"`` (default), ``"checkpoints"`` or ``"runs"`` (t intervals
+            from m estimates). AdaSSP:
             ``"plugin"``. SSP: ``"plugin"`` (default), ``"pboot"``, ``"pboot_basic"``
             (parametric bootstrap) or ``"sandwich"`` (needs ``robust=True``). Noisy
             Newton: ``"plugin"``. Every available method is also in

@@ -84,6 +84,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("rs", "RS", False,
            "random scaling of the averaged path (exact pivot law, no standard error)",
            ("dpsgd", "ldp_sgd")),
+    Method("plugin_rs", "Plug-in, RS where floor-set", False,
+           "plug-in intervals, random scaling's for the coefficients whose plug-in standard "
+           "errors the private Hessian's eigenvalue floor set (DP-SGD's default when its "
+           "floor check names some)", ()),
     Method("batch_means", "Batch means", True,
            "batch means of the path (t law)", ("ldp_sgd", "dpgd")),
     Method("checkpoints", "Checkpoints (t)", True,

@@ -122,6 +122,19 @@ class PrivacyRequest:
         """The budget in its own unit (mu, epsilon or rho)."""
         return {"mu": self.mu, "epsilon-delta": self.epsilon, "rho": self.rho}[self.unit]
 
+    @property
+    def gdp_mu(self) -> float:
+        """The Gaussian-DP ``mu`` of the request (for (epsilon, delta), the mu whose
+        Gaussian tradeoff curve meets it exactly; for rho, the mu of a Gaussian
+        mechanism with that zCDP rho): what the public rules in ``n mu`` read."""
+        from dpreg.privacy.gdp import epsilon_to_mu, rho_to_mu
+
+        if self.unit == "mu":
+            return float(self.mu)
+        if self.unit == "rho":
+            return float(rho_to_mu(self.rho))
+        return float(epsilon_to_mu(self.epsilon, self.delta))
+
 
 def split_budget(budget_split: dict[str, float]) -> dict[str, float]:
     """Validate the shares of a budget among mechanisms.

@@ -26,6 +26,10 @@ Which inference each method uses:
   scalar plug-in tests to reject: the p-value is the larger of the two (valid when either
   is). Other covariance-based joint tests (SSP's and AdaSSP's plug-in, the oracle) are
   chi-square or F tests.
+* ``"plugin_rs"`` (DP-SGD's default when its eigenvalue-floor check names
+  coefficients: the plug-in's intervals, random scaling's for those): a restriction that
+  puts weight on a named coefficient is tested by random scaling, any other by the
+  plug-in, as above (:func:`resolve_method`; :mod:`dpreg.inference.mixed`).
 * ``"batch_means"``, ``"checkpoints"``, ``"runs"`` of DP-GD: the ``m`` estimates of the
   construction; ``t_test`` is the paper's t test with ``m - 1`` degrees of freedom and
   the joint tests are Hotelling's ``T^2`` as an ``F(q, m - q)`` statistic.
@@ -49,6 +53,7 @@ from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.bootstrap import BootstrapInference
 from dpreg.inference.iterates import IterateInference
+from dpreg.inference.mixed import MixedInference, PerCoefficientLaw
 from dpreg.inference.pivot import rs_pivot
 from dpreg.inference.rs_joint import P_FLOOR, RSInference, contrast_scale_matrix, rs_joint_law
 
@@ -255,6 +260,8 @@ def joint_source(results, method: str | None):
         The covariance of ``center`` (``None`` for random scaling).
     """
     inf = results.inference(method)
+    if isinstance(inf, MixedInference):  # unresolved (resolve_method): random scaling's
+        inf = inf.joint
     params = results.params.to_numpy()
     if isinstance(inf, RSInference):
         return "rs", inf, params, None
@@ -275,16 +282,46 @@ def joint_source(results, method: str | None):
                       f"{sorted(results.inferences)}")
 
 
+def resolve_method(results, method: str | None, J) -> str | None:
+    """The method that tests or predicts ``J theta`` under ``method``.
+
+    ``method`` itself, except for ``"plugin_rs"`` (:mod:`dpreg.inference.mixed`): there
+    a combination that puts weight on a coefficient whose interval is random scaling's
+    is random scaling's (``"rs"``), and one that puts none is the plug-in's, so that a
+    test of one coefficient agrees with its row of the summary.
+    """
+    inf = results.inference(method)
+    if not isinstance(inf, MixedInference):
+        return method
+    J = np.atleast_2d(np.asarray(J, dtype=float))
+    touches = bool(np.any(J[:, inf.law.mask] != 0))
+    return inf.joint.method if touches else inf.plugin.method
+
+
 def contrast_scales(results, J: np.ndarray, method: str | None):
     """Scale and law of each row of ``J theta`` separately, by ``method``.
 
     Returns ``(scales, law, method name, is_standard_error)``: for random scaling the
     corrected random-scaling scale of each contrast and the scalar pivot's law; for
     iterate constructions the t law with ``m - 1`` degrees of freedom; otherwise the
-    delta-method standard errors ``sqrt(diag(J C J'))`` and the method's law.
+    delta-method standard errors ``sqrt(diag(J C J'))`` and the method's law; for
+    ``"plugin_rs"`` each row by its own method (:func:`resolve_method`), with a
+    :class:`~dpreg.inference.mixed.PerCoefficientLaw` where the rows differ.
     """
-    src, inf, _, cov = joint_source(results, method)
     J = np.atleast_2d(np.asarray(J, dtype=float))
+    mixed = results.inference(method)
+    if isinstance(mixed, MixedInference):
+        # each row by its own method (resolve_method), so that a margin or contrast of
+        # an unnamed coefficient agrees with the summary's row
+        rows = np.any(J[:, mixed.law.mask] != 0, axis=1)
+        if rows.all() or not rows.any():
+            return contrast_scales(results, J, resolve_method(results, method, J))
+        s_rs, law_rs, _, _ = contrast_scales(results, J[rows], mixed.joint.method)
+        s_pl, law_pl, _, _ = contrast_scales(results, J[~rows], mixed.plugin.method)
+        scales = np.empty(J.shape[0])
+        scales[rows], scales[~rows] = s_rs, s_pl
+        return scales, PerCoefficientLaw(law_pl, law_rs, rows), mixed.method, False
+    src, inf, _, cov = joint_source(results, method)
     if src == "rs":
         scales = np.array([np.sqrt(contrast_scale_matrix(inf, row[None, :])[0, 0])
                            for row in J])
@@ -358,6 +395,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
     from dpreg.design.formula import linear_constraint
 
     R, q = linear_constraint(results.params.index, r_matrix)
+    method = resolve_method(results, method, R)
     src, inf, center, cov = joint_source(results, method)
     effect = R @ center - q  # the departure from H0 (statsmodels' ``effect`` is R theta)
     n_r = R.shape[0]

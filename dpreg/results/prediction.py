@@ -116,8 +116,9 @@ class PredictionResults:
 
 def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> PredictionResults:
     """:class:`PredictionResults` for the design rows ``X`` (see the module docstring)."""
-    from dpreg.results.hypothesis import contrast_scales, joint_source
+    from dpreg.results.hypothesis import contrast_scales, joint_source, resolve_method
 
+    method = resolve_method(results, method, X)
     _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)
     return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,

@@ -318,7 +318,10 @@ class DPRegressionResults:
             return inf
         others = sorted(k for k, v in self.inferences.items() if v.is_standard_error)
         which = "this fit's default inference" if method is None else f"method {method!r}"
-        label = {"rs": "random scaling"}.get(inf.method, inf.method)
+        label = {"rs": "random scaling",
+                 "plugin_rs": "the plug-in with random scaling's intervals for the "
+                              "coefficients whose plug-in standard errors the eigenvalue "
+                              "floor set"}.get(inf.method, inf.method)
         hint = (f"bse_by({others[0]!r}) gives the {others[0]} standard errors"
                 if others else "no budget was spent on the plug-in matrices (see "
                 "budget_split)")

@@ -18,12 +18,14 @@ import math
 import textwrap
 from typing import TYPE_CHECKING, Sequence
 
+import numpy as np
 import pandas as pd
 
 from dpreg._checks import one_of
 from dpreg.exceptions import OptionError
 from dpreg.inference.base import StudentLaw
 from dpreg.inference.methods import method_labels
+from dpreg.inference.mixed import MixedInference
 from dpreg.results.tables import Summary
 
 if TYPE_CHECKING:
@@ -77,7 +79,10 @@ def fit_summary(res: DPRegressionResults, alpha: float = 0.05) -> Summary:
         eps, acct = res.ledger.epsilon_rigorous
         top["(eps, delta):"] = f"({eps:.4g}, {res.ledger.delta:.3g}) [{acct}]"
     smry.add_dict(top, ncols=2)
-    smry.add_df(coefficient_frame(res, alpha), float_format="%.4f")
+    frame = coefficient_frame(res, alpha)
+    if frame.isna().to_numpy().any():  # a column that does not apply to a row: blank
+        frame = frame.map(lambda v: "" if v != v else f"{v:.4f}")
+    smry.add_df(frame, float_format="%.4f")
     if res.settings:
         # a long value (the conditioning's description) would stretch every table of
         # the summary to its length: it goes below the settings table, wrapped
@@ -162,7 +167,18 @@ def coefficient_frame(res: DPRegressionResults, alpha: float) -> pd.DataFrame:
     # the default inference (the header's, bse's, pvalues' and conf_int()'s) comes
     # first; another method's columns are labelled with its name
     default = res.inference(None)
-    if default.is_standard_error:
+    if isinstance(default, MixedInference):
+        # the plug-in's columns, random scaling's interval and p-value where the floor
+        # set the plug-in's standard error (no standard error or z there)
+        named = default.law.mask
+        stat = "t" if isinstance(default.plugin.law, StudentLaw) else "z"
+        cols["std err"] = np.where(named, np.nan, default.plugin.scale)
+        cols[stat] = np.where(named, np.nan, default.plugin.statistic(theta))
+        cols[f"P>|{stat}|"] = default.pvalues(theta)
+        ci = default.conf_int(theta, alpha)
+        cols[lo], cols[hi] = ci[:, 0], ci[:, 1]
+        rs_columns()
+    elif default.is_standard_error:
         standard_error_columns(default, "")
         if "rs" in res.inferences:
             rs_columns()

@@ -107,6 +107,8 @@ QUOTED = {
                                                "warning's text quotes",
     "inference.diagnostics.PLUGIN_LONG_COVERAGE": "a measured coverage that the long "
                                                   "plug-in's note quotes",
+    "inference.diagnostics.FLOOR_NOTE_COVERAGE": "a measured coverage that the floor "
+                                                 "check's note quotes",
 }
 #: The recorded runs that report DP-SGD fits' warnings or default intervals: a default
 #: that changes only which DP-SGD fits warn (or switch their default) stales these.
@@ -148,6 +150,15 @@ NEUTRAL_EXCEPT = {
         "DP-SGD fits warn and which switch their default interval to random scaling, and "
         "nothing else (every release, estimate and method's interval is the same); the "
         "runs listed report DP-SGD fits' warnings or default intervals",
+        DPSGD_WARNING_RUNS),
+    "inference.diagnostics.FLOOR_NOTE_MIN_N_MU": (
+        "DP-SGD's default interval where the eigenvalue-floor check names coefficients "
+        "became the plug-in's with random scaling's for those ('plugin_rs', it was random "
+        "scaling's for every coefficient), and the finding alone is a note from this n mu "
+        "at the learned ranges: it changes which DP-SGD fits warn and the default "
+        "intervals of the fits the check names (every release, estimate and method's "
+        "interval is the same); the runs listed report DP-SGD fits' warnings or default "
+        "intervals",
         DPSGD_WARNING_RUNS),
     "fits.dpsgd.STEP_OPTIONS": (
         "the options whose defaults make a DP-SGD fit's plug-in over 2.5 times random "

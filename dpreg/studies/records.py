@@ -99,7 +99,9 @@ def result_rows(res, truth, *, methods: Sequence[str] | None = None,
     truth : array-like (p,)
         The true coefficients (or the target the intervals are for).
     methods : sequence of str, optional
-        Inference methods to record (default: all of ``res.inferences``).
+        Inference methods to record (default: all of ``res.inferences`` but DP-SGD's
+        ``"plugin_rs"``, which only some fits have and whose intervals are its two
+        methods'; name it to record it).
     alpha : float or sequence of float
         Nominal miscoverage(s); a sequence gives one set of rows per level.
     labels : dict, optional
@@ -123,7 +125,8 @@ def result_rows(res, truth, *, methods: Sequence[str] | None = None,
     >>> sorted(rows[0])[:4]
     ['alpha', 'coef', 'estimate', 'lower']
     """
-    methods = list(res.inferences) if methods is None else list(methods)
+    methods = [m for m in res.inferences if m != "plugin_rs"] if methods is None \
+        else list(methods)
     labels = dict(labels or {})
     params = res.params.to_numpy()
     names = list(res.params.index)
