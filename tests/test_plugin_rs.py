@@ -151,3 +151,22 @@ def test_with_clusters_the_switched_default_stays_random_scaling_and_says_so():
     assert "the others keep the plug-in's" not in message
     (mixed,) = ConvergenceReport(floor_decided=("b",), default_switched=True).messages()
     assert "the others keep the plug-in's" in mixed
+
+
+def test_contrasts_take_each_rows_own_method(noted):
+    # rows of J that put weight on a named coefficient get random scaling's scale and
+    # law, the others the plug-in's (what margins of a linear index use)
+    from dpreg.results.hypothesis import contrast_scales
+
+    res, _, _ = noted
+    names = list(res.params.index)
+    named, other = names.index("kidslt6"), names.index("educ")
+    J = np.eye(len(names))[[named, other]]
+    scales, law, method, is_se = contrast_scales(res, J, None)
+    assert isinstance(law, PerCoefficientLaw) and method == "plugin_rs" and not is_se
+    rs_scale, _, _, _ = contrast_scales(res, J[:1], "rs")
+    assert scales[0] == pytest.approx(rs_scale[0], rel=1e-12)
+    assert scales[1] == pytest.approx(res.bse_by("plugin")["educ"], rel=1e-12)
+    np.testing.assert_allclose(law.critical_value(0.05) * scales,
+                               (res.conf_int().iloc[[named, other], 1]
+                                - res.params.iloc[[named, other]]).to_numpy(), rtol=1e-9)
