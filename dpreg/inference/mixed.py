@@ -127,7 +127,7 @@ def plugin_with_rs(plugin: Inference, rs: Inference, names, columns) -> MixedInf
     chosen = set(columns)
     mask = np.array([name in chosen for name in names], dtype=bool)
     scale = np.where(mask, rs.scale, plugin.scale)
-    named = [name for name, m in zip(names, mask) if m]
+    named = [name for name, m in zip(names, mask, strict=True) if m]
     # no note of its own: the fit's notes say when and why it is the default
     return MixedInference("plugin_rs", scale, PerCoefficientLaw(plugin.law, rs.law, mask),
                           False, "", columns=tuple(named), joint=rs, plugin=plugin)
