@@ -514,9 +514,22 @@ def test_robustness_replicate_and_table():
                          where=lambda c: c["n"] == 1000 and c["family"] == "huber"
                          and c["budget"] == "mu=5" and c["p"] == 3)
     table = robustness_table(raw)
-    assert set(table["method"]) == {"plugin", "rs"}
+    assert set(table["method"]) == {"plugin", "rs", "default"}
     assert table["reps"].eq(2).all() and table["warned"].between(0, 1).all()
     assert table["coverage"].between(0, 1).all() and (table["length"] > 0).all()
+    # the coverage over all fits splits into the warned and the unwarned fits' shares
+    for _, row in table.iterrows():
+        parts = [(row["warned"], row["coverage_warned"]),
+                 (1 - row["warned"], row["coverage_unwarned"])]
+        assert sum(w * c for w, c in parts if w > 0) == pytest.approx(row["coverage"])
+    # "default" repeats the interval conf_int() returns, with the checks that fired
+    keys = ["n", "p", "rep", "coef"]
+    default = raw[raw["method"] == "default"].set_index(keys).sort_index()
+    assert {"checks", "flagged"} <= set(default.columns)
+    assert raw["flagged"].le(raw["warned"]).all()  # only a warning names coefficients
+    # these fits (n mu = 5,000, p = 3) keep the plug-in as their default interval
+    same = raw[raw["method"] == "plugin"].set_index(keys).sort_index()
+    np.testing.assert_allclose(default[["lower", "upper"]], same[["lower", "upper"]])
 
 
 def test_huber_with_a_large_c_on_a_dollar_outcome_converges_at_the_defaults():

@@ -50,7 +50,8 @@ def noise_aware_critical(ratios: np.ndarray, alpha: float = ALPHA) -> float:
 def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[dict]:
     from scipy import stats
 
-    from dpreg.studies.textbook import fired_checks, fit_design
+    from dpreg.studies.textbook import fit_design
+    from dpreg.studies.warning_rates import fired_checks
 
     fit = fit_design(design, n, np.random.default_rng(seed), mu=mu, ranges=ranges,
                      engine="dpsgd", random_state=seed + 3)

@@ -10,7 +10,7 @@ interval's rows, for the docs) and ``textbook-warnings.csv`` (each diagnostic's
 false-alarm rate where the default interval covers and its power where it does not, per
 cell and per coefficient), and
 prints them with the warning's targets per engine and range choice
-(:func:`dpreg.studies.textbook.warning_characteristics`), over all cells and at
+(:func:`dpreg.studies.warning_rates.warning_characteristics`), over all cells and at
 n >= 2,000, mu >= 5. Finished chunks are cached, so an interrupted run resumes.
 
     python validation/textbook.py --from-table validation/results/textbook.csv
@@ -28,7 +28,8 @@ import pandas as pd
 
 from dpreg.studies import get_study
 from dpreg.studies.runner import run_replicates
-from dpreg.studies.textbook import check_characteristics, textbook_table, warning_characteristics
+from dpreg.studies.textbook import textbook_table
+from dpreg.studies.warning_rates import check_characteristics, warning_characteristics
 
 
 def main() -> None:

@@ -49,8 +49,8 @@ from scipy import stats
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.studies.records import result_rows
-from dpreg.studies.textbook import fired_checks
 from dpreg.studies.unwarned import NONPRIVATE, draw_unwarned, unwarned_table
+from dpreg.studies.warning_rates import fired_checks
 
 __all__ = ["ENGINES", "ENGINE_FITS", "EngineFit", "BOUNDS", "TRUTH", "FORMULA",
            "MAX_GROUP_SIZE", "ICC", "size_law", "simulate_clusters", "clusters_replicate",

@@ -20,7 +20,7 @@ from scipy import optimize, stats
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.frontend.api import dp_expectile, dp_huber, dp_logit, dp_ols
-from dpreg.studies.records import result_rows
+from dpreg.studies.warning_rates import CELL_FACTORS, fit_rows
 
 __all__ = ["natural_units_design", "robustness_replicate", "expectile_of", "clipped_target",
            "FAMILY_FITS"]
@@ -161,8 +161,11 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
     ``budget`` is ``"mu=<value>"`` or ``"eps=<e>,delta=<d>"``; ``batch = 0`` and
     ``steps_per_n = 0`` mean the defaults. ``ranges`` is the fit's option: the study's
     recorded cells (without a ``ranges`` factor) are those of the declared boxes, the
-    default before ``ranges="auto"``. Rows: every interval the fit offers, with the
-    grouping key ``warned`` (1 when the fit raised a ``ConvergenceWarning``).
+    default before ``ranges="auto"``. Rows: every interval the fit offers, its default
+    interval again as ``"default"`` (what ``conf_int()`` returns), with the grouping key
+    ``warned`` (1 when the fit raised a ``ConvergenceWarning``), the checks that fired
+    (``checks``, joined by ``+``) and whether they named the row's coefficient
+    (``flagged``), as :func:`dpreg.studies.warning_rates.fired_checks` reads them.
     """
     data_seed, fit_seed = seed.spawn(2)
     rng = np.random.default_rng(data_seed)
@@ -184,7 +187,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
         res = FAMILY_FITS[family](formula, data, **options)
-    warned = int(any(issubclass(w.category, ConvergenceWarning) for w in caught))
+    messages = [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
     if engine == "dpgd":
         # DP-GD's intervals are for the clipped empirical minimizer on these data
         from dpreg.frontend.model import DPRegression
@@ -192,7 +195,7 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
         model = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                           **({"tau": tau} if family == "expectile" else {}))
         truth = clipped_target(model, float(res.settings.value("clip")))
-    return result_rows(res, truth, alpha=alpha, warned=warned)
+    return fit_rows(res, truth, messages, alpha=alpha)
 
 
 def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
@@ -210,8 +213,7 @@ def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     alpha : float
         The intervals' nominal miscoverage.
     """
-    factors = [c for c in ("family", "engine", "sampling", "ranges", "n", "p", "budget",
-                           "batch", "steps_per_n", "errors", "tau") if c in raw]
+    factors = [c for c in CELL_FACTORS if c in raw]
     raw = raw[raw["method"] != "oracle"].copy()
     raw["covered"] = (raw["lower"] <= raw["truth"]) & (raw["truth"] <= raw["upper"])
     raw["length"] = raw["upper"] - raw["lower"]
@@ -222,6 +224,8 @@ def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
         reps = len(per_rep)
         quiet = per_rep[per_rep["warned"] == 0]
         cov_quiet = float(quiet["covered"].mean()) if len(quiet) else float("nan")
+        loud = per_rep[per_rep["warned"] == 1]
+        cov_loud = float(loud["covered"].mean()) if len(loud) else float("nan")
         # the MC s.e. of a coverage share over replications (coefficients within one
         # replication share the data, so the replication is the unit)
         mcse = (np.sqrt((1 - alpha) * alpha / len(quiet)) if len(quiet) else float("nan"))
@@ -229,7 +233,8 @@ def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
         ok = warned >= 0.95 or (len(quiet) > 0 and cov_quiet >= 1 - alpha - 3 * mcse)
         rows.append(dict(zip(factors + ["method"], key, strict=True),
                          reps=reps, coverage=float(per_rep["covered"].mean()),
-                         coverage_unwarned=cov_quiet, mcse=mcse, warned=warned,
+                         coverage_unwarned=cov_quiet, mcse=mcse,
+                         coverage_warned=cov_loud, warned=warned,
                          length=float(per_rep["length"].mean()), passes=bool(ok)))
     return pd.DataFrame(rows)
 

@@ -34,14 +34,13 @@ raised a :class:`~dpreg.exceptions.ConvergenceWarning`).
 :func:`textbook_table` gives, per cell and interval, the three numbers that judge an
 interval together: the share of fits that do not warn, the coverage of the
 unwarned fits' intervals, and their mean length relative to the non-private interval;
-:func:`warning_characteristics` gives each cell's warning rate where the interval covers
-(false alarms) and where it does not (power).
+:func:`dpreg.studies.warning_rates.warning_characteristics` gives each cell's warning rate
+where the interval covers (false alarms) and where it does not (power).
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,12 +50,10 @@ from scipy import stats
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.families import get_family
-from dpreg.inference.diagnostics import SSP_FLOOR_SENSITIVITY
-from dpreg.studies.records import result_rows
+from dpreg.studies.warning_rates import fit_rows
 
 __all__ = ["DESIGNS", "simulate_design", "DesignFit", "fit_design", "textbook_replicate",
-           "fired_checks",
-           "textbook_table", "warning_characteristics", "check_characteristics"]
+           "textbook_table"]
 
 #: The codebook: bounds an analyst writes without looking at the data.
 CODEBOOK = {"lw": (-3.0, 6.0), "educ": (0.0, 25.0), "exper": (0.0, 60.0),
@@ -230,56 +227,10 @@ def textbook_replicate(seed, *, design: str, family: str, n: int, mu: float, eng
                      random_state=int(fit_seed.generate_state(1)[0]))
     res, messages, data, formula = fit.res, fit.messages, fit.data, fit.formula
     bounds, levels, truth = fit.bounds, fit.levels, fit.truth
-    checks, flagged = fired_checks(res, messages)
     target = [truth[name] for name in res.params.index]
     oracle = DPRegression.from_formula(formula, data, family=family, bounds=bounds,
                                        levels=levels or None).fit_oracle()
-    keys = dict(alpha=alpha, warned=int(bool(messages)), checks="+".join(checks))
-    rows = (result_rows(res, target, **keys)
-            + result_rows(res, target, methods=[res.cov_type],
-                          labels={res.cov_type: "default"}, **keys)
-            + result_rows(oracle, target, methods=[oracle.cov_type],
-                          labels={oracle.cov_type: "nonprivate"}, **keys))
-    for row in rows:
-        row["flagged"] = int(row["coef"] in flagged)
-    return rows
-
-
-#: Each check's field of :class:`~dpreg.inference.diagnostics.ConvergenceReport`.
-REPORT_CHECKS = ("unconverged", "floor_decided", "plugin_too_long", "curvature_biased")
-
-
-def fired_checks(res, messages: list[str]) -> tuple[list[str], set[str]]:
-    """Which diagnostics fired on a fit, and the coefficients they name.
-
-    DP-SGD's checks come from its convergence report (each names coefficients; a public
-    finding names none); SSP's from its warnings: the floor's names the coefficients
-    whose standard errors it decides (``res.floor_sensitivity``), the residual
-    variance's every coefficient. A warning of neither kind counts as ``"other"``.
-    """
-    names = set(res.params.index)
-    checks, flagged = [], set()
-    report = getattr(res, "convergence", None)
-    if report is not None:
-        for check in REPORT_CHECKS:
-            if getattr(report, check):
-                checks.append(check)
-                flagged |= set(getattr(report, check))
-        if report.public:
-            checks.append("public")
-            flagged |= names
-    for message in messages:
-        if message.startswith("SSP: the delta method"):
-            checks.append("ssp_floor")  # names the coefficients the floor decides
-            sensitivity = res.floor_sensitivity["se_change"]
-            flagged |= set(sensitivity.index[sensitivity > SSP_FLOOR_SENSITIVITY])
-        elif message.startswith("SSP: the private residual"):
-            checks.append("ssp_sigma2")
-            flagged |= names
-    if messages and not checks:
-        checks.append("other")
-        flagged |= names
-    return checks, flagged
+    return fit_rows(res, target, messages, alpha=alpha, oracle=oracle)
 
 
 def _pair_with_nonprivate(raw: pd.DataFrame, factors: list[str]) -> pd.DataFrame:
@@ -347,120 +298,4 @@ def textbook_table(raw: pd.DataFrame) -> pd.DataFrame:
             far_miss=float(quiet["far_miss"].mean()) if len(quiet) else np.nan,
             meets=bool(unwarned >= 0.7 and cov_quiet >= 0.95 - 3 * mcse
                        and by_coef.mean() <= limit)))
-    return pd.DataFrame(out)
-
-
-def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
-                            by: Sequence[str] = ()) -> pd.DataFrame:
-    """The warning as a test, from a :func:`textbook_table` or the robustness study's
-    table (``validation/results/robustness.csv``; its ``warned`` column is the share of
-    fits warned).
-
-    A cell's interval *covers* when its coverage over all fits is within 3 MC s.e. of
-    0.95 or above. The warning's false-alarm rate is its firing rate in covering cells,
-    its power the rate in the others; the issue's targets are at most 0.10 and at least
-    0.95. A warning can fall short of that power and still protect the user: what it
-    must do in a cell that does not cover is leave unwarned only fits whose intervals
-    cover. ``separates`` counts those cells (the unwarned fits' coverage within 3 of its
-    MC s.e. of 0.95, or every fit warned).
-
-    Parameters
-    ----------
-    table : pandas.DataFrame
-        One row per cell and method, with ``method``, ``reps``, ``coverage``,
-        ``coverage_unwarned``, ``mcse`` and ``unwarned`` or ``warned``.
-    method : str
-        The interval judged (the rows of ``table`` with this ``method``; the robustness
-        table names its intervals, e.g. ``"plugin"``, and has no ``"default"``).
-    by : sequence of str
-        Columns of ``table`` to report separately (e.g. ``["engine", "ranges"]``).
-
-    Returns
-    -------
-    pandas.DataFrame
-        Per group of ``by`` and ``covers`` (True or False): ``cells``, ``warned_mean``
-        and ``warned_worst`` (the largest share of fits warned in covering cells, the
-        smallest in the others), ``meets_target`` (share of cells at most 0.10 warned
-        where the interval covers, at least 0.95 where it does not) and ``separates``
-        (share of the cells that do not cover whose unwarned fits do; NaN for covering
-        cells).
-    """
-    t = table[table["method"] == method].copy()
-    if t.empty:
-        raise ValueError(f"no rows with method {method!r}; the table has "
-                         f"{sorted(table['method'].unique())}")
-    t["covers"] = t["coverage"] >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / t["reps"])
-    if "warned" not in t:
-        t["warned"] = 1.0 - t["unwarned"]
-    quiet_covers = (t["coverage_unwarned"] >= 0.95 - 3 * t["mcse"]) | (t["warned"] >= 1.0)
-    t["separates"] = quiet_covers.astype(float)
-    rows = []
-    for key, g in t.groupby([*by, "covers"], sort=True):
-        covers = bool(key[-1])
-        rows.append(dict(zip([*by, "covers"], key, strict=True), cells=len(g),
-                         warned_mean=g["warned"].mean(),
-                         warned_worst=g["warned"].max() if covers else g["warned"].min(),
-                         meets_target=float((g["warned"] <= 0.10).mean() if covers
-                                            else (g["warned"] >= 0.95).mean()),
-                         separates=np.nan if covers else g["separates"].mean()))
-    return pd.DataFrame(rows)
-
-
-def check_characteristics(raw: pd.DataFrame, *, method: str = "default") -> pd.DataFrame:
-    """Each diagnostic as a test, from the study's replication rows.
-
-    Per cell, the ``method`` interval *covers* when its coverage of the truth over all
-    fits is within 3 MC s.e. of 0.95 or above (the fits, not the coefficients, are the
-    unit). Each check's firing rate is a false alarm in covering cells and power in the
-    others. ``level="coefficient"`` rows do the same per (cell, coefficient) with the
-    coefficient's own coverage and the share of fits whose warnings named it.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Columns ``level`` (``"cell"`` or ``"coefficient"``), ``engine``, ``check`` (a
-        check's name, or
-        ``"any"`` for the warning as a whole), ``covers``, ``units`` (cells or
-        (cell, coefficient) pairs), ``rate_mean``, ``rate_worst`` (the largest rate where
-        the interval covers, the smallest where it does not) and ``meets_target`` (share
-        of units at most 0.10 where it covers, at least 0.95 where it does not).
-    """
-    factors = [c for c in ("design", "family", "engine", "ranges", "n", "mu") if c in raw]
-    rows = raw[raw["method"] == method]
-    rows = rows.assign(covered=(rows["lower"] <= rows["truth"])
-                       & (rows["truth"] <= rows["upper"]))
-    per_rep = rows.groupby(factors + ["rep"], sort=False).agg(
-        covered=("covered", "mean"), checks=("checks", "first"),
-        warned=("warned", "max")).reset_index()
-    names = sorted({c for s in per_rep["checks"] for c in str(s).split("+") if c})
-    out = []
-
-    def add(level, units: pd.DataFrame, rate_columns: list[str]):
-        units = units.assign(covers=units["coverage"]
-                             >= 0.95 - 3 * np.sqrt(0.95 * 0.05 / units["reps"]))
-        for check in rate_columns:
-            for (engine, covers), g in units.groupby(["engine", "covers"]):
-                rate = g[check]
-                if not units.loc[units["engine"] == engine, check].any():
-                    continue  # a check this engine does not run (or never fired)
-                out.append(dict(level=level, engine=engine,
-                                check=check.removeprefix("rate_"),
-                                covers=bool(covers), units=len(g),
-                                rate_mean=float(rate.mean()),
-                                rate_worst=float(rate.max() if covers else rate.min()),
-                                meets_target=float((rate <= 0.10).mean() if covers
-                                                   else (rate >= 0.95).mean())))
-
-    fired = {f"rate_{c}": per_rep["checks"].astype(str).str.split("+").map(
-        lambda s, c=c: c in s) for c in names}
-    per_rep = per_rep.assign(rate_any=per_rep["warned"].astype(float), **fired)
-    rate_cols = ["rate_any"] + list(fired)
-    cells = per_rep.groupby(factors, sort=False).agg(
-        reps=("rep", "size"), coverage=("covered", "mean"),
-        **{c: (c, "mean") for c in rate_cols}).reset_index()
-    add("cell", cells, rate_cols)
-    coefs = rows.groupby(factors + ["coef"], sort=False).agg(
-        reps=("rep", "size"), coverage=("covered", "mean"),
-        rate_any=("flagged", "mean")).reset_index()
-    add("coefficient", coefs, ["rate_any"])
     return pd.DataFrame(out)

@@ -7,6 +7,7 @@ import statsmodels.formula.api as smf
 
 from dpreg.studies import get_study
 from dpreg.studies import textbook as tb
+from dpreg.studies import warning_rates as wr
 
 
 @pytest.mark.parametrize("design", sorted(tb.DESIGNS))
@@ -116,7 +117,7 @@ def test_check_characteristics_rates_by_whether_the_cell_covers():
     raw = _raw({"declared": [(1, -1, 1, 0.0), (1, 5, 6, 0.0), (0, -1, 1, 0.0),
                              (0, 1, 2, 10.0)],
                 "private": [(0, -1, 1, 0.0)] * 40})
-    oc = tb.check_characteristics(raw)
+    oc = wr.check_characteristics(raw)
     cell = oc[(oc["level"] == "cell") & (oc["check"] == "any")].set_index("covers")
     assert cell.loc[False, "rate_mean"] == 0.5 and cell.loc[False, "meets_target"] == 0
     assert cell.loc[True, "rate_mean"] == 0.0 and cell.loc[True, "meets_target"] == 1
@@ -133,14 +134,25 @@ def test_warning_characteristics_separates_cells_whose_unwarned_fits_cover():
         "coverage": [0.95, 0.93, 0.80, 0.80], "unwarned": [0.95, 0.60, 0.40, 0.40],
         "coverage_unwarned": [0.95, 0.95, 0.95, 0.80],
         "mcse": [0.0158, 0.0199, 0.0243, 0.0243]})
-    oc = tb.warning_characteristics(table, by=["engine"]).set_index("covers")
+    oc = wr.warning_characteristics(table, by=["engine"]).set_index("covers")
     assert oc.loc[True, "cells"] == 2 and oc.loc[True, "warned_worst"] == pytest.approx(0.4)
     assert oc.loc[True, "meets_target"] == 0.5  # 5% warned meets, 40% does not
     assert oc.loc[False, "meets_target"] == 0.0  # neither warns in 95% of fits
     assert oc.loc[False, "separates"] == 0.5     # only the first leaves covering fits
     # the robustness table's form: a 'warned' share instead of 'unwarned'
     robust = table.assign(warned=1 - table["unwarned"]).drop(columns="unwarned")
-    pd.testing.assert_frame_equal(tb.warning_characteristics(robust, by=["engine"]),
-                                  tb.warning_characteristics(table, by=["engine"]))
+    pd.testing.assert_frame_equal(wr.warning_characteristics(robust, by=["engine"]),
+                                  wr.warning_characteristics(table, by=["engine"]))
     with pytest.raises(ValueError, match="no rows with method 'plugin'"):
-        tb.warning_characteristics(table, method="plugin")
+        wr.warning_characteristics(table, method="plugin")
+
+
+def test_check_characteristics_keeps_the_robustness_cells_factors_apart():
+    # two cells that differ only in p (a robustness factor): both cover; one never warns,
+    # the other always does. Merged into one cell, the rate would be 0.5 over 1 unit.
+    quiet = _raw({"private": [(0, -1, 1, 0.0)] * 40}).assign(p=3)
+    loud = _raw({"private": [(1, -1, 1, 0.0)] * 40}).assign(p=10)
+    oc = wr.check_characteristics(pd.concat([quiet, loud], ignore_index=True))
+    cell = oc[(oc["level"] == "cell") & (oc["check"] == "any")].set_index("covers")
+    assert cell.loc[True, "units"] == 2 and cell.loc[True, "rate_worst"] == 1.0
+    assert cell.loc[True, "meets_target"] == 0.5
