@@ -32,7 +32,9 @@ codebook boxes (:data:`BUDGET_CELLS`, :func:`budget_table`, before and after the
 interval became ``"plugin_rs"`` and the finding alone a note) in
 ``validation/results/dpsgd_floor_check_budget.csv``, and the coverage of the pairs named
 where the check was the only finding (:func:`floor_alone_table`) in
-``validation/results/dpsgd_floor_check_alone.csv``.
+``validation/results/dpsgd_floor_check_alone.csv``, and the rule against the gate lifted
+above a floor change of 0.35 (:func:`cap_table`: warned share, coverage and far misses)
+in ``validation/results/dpsgd_floor_check_cap.csv``.
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ _DESIGN_KEY = {"wage": 0, "fertility": 8, "participation": 16, "approval": 24,
                "participation_years": 32, "rare_approval": 40}
 THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 GATES = (0.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)
+#: Floor changes above which :func:`cap_table` lifts the gate (candidates, not the rule).
+GATE_CAPS = (0.35,)
 
 
 def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
@@ -99,6 +103,14 @@ def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
                                        levels=levels or None).fit_oracle()
     plug, rs, ref = res.conf_int(method="plugin"), res.conf_int(method="rs"), \
         oracle.conf_int()
+    estimate = oracle.params
+
+    def far(ci, name):
+        """The interval misses the non-private estimate by over 3 of its half-lengths."""
+        centre, half = (ci.loc[name, 0] + ci.loc[name, 1]) / 2, \
+            (ci.loc[name, 1] - ci.loc[name, 0]) / 2
+        return bool(abs(estimate[name] - centre) > 3 * half)
+
     rows = []
     for name in res.params.index:
         width = ref.loc[name, 1] - ref.loc[name, 0]
@@ -109,12 +121,13 @@ def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
             plugin_covers=plug.loc[name, 0] <= truth[name] <= plug.loc[name, 1],
             rs_covers=rs.loc[name, 0] <= truth[name] <= rs.loc[name, 1],
             plugin_length=(plug.loc[name, 1] - plug.loc[name, 0]) / width,
-            rs_length=(rs.loc[name, 1] - rs.loc[name, 0]) / width))
+            rs_length=(rs.loc[name, 1] - rs.loc[name, 0]) / width,
+            plugin_far=far(plug, name), rs_far=far(rs, name)))
     return rows
 
 
 def apply_rule(raw: pd.DataFrame, t: float, r: float, *, note_from: float | None = None,
-               mixed: bool = True) -> pd.DataFrame:
+               mixed: bool = True, cap: float | None = None) -> pd.DataFrame:
     """The records with the rule at thresholds ``t`` (change) and ``r`` (ratio gate).
 
     A fit the check names switches its default interval (unless a path check flagged
@@ -123,16 +136,21 @@ def apply_rule(raw: pd.DataFrame, t: float, r: float, *, note_from: float | None
     (``mixed=False``, the rule before it). With ``note_from``, the check's finding is a
     note (the fit unwarned) at the learned ranges from that ``n mu`` when nothing else
     fired (the fit's :data:`~dpreg.inference.diagnostics.FLOOR_NOTE_MIN_N_MU`); ``None``:
-    it always warns (the rule before).
+    it always warns (the rule before). With ``cap``, a change above it names the
+    coefficient whatever the ratio (the gate lifted where the floor moves the standard
+    error most; a candidate measured by :func:`cap_table`).
     """
     d = raw.copy()
     ratio = d["rs_length"] / d["plugin_length"]
-    d["named"] = (d["floor_change"] > t) & (ratio > r)
+    gate = ratio > r if cap is None else (ratio > r) | (d["floor_change"] > cap)
+    d["named"] = (d["floor_change"] > t) & gate
     fit_named = d.groupby(CELL + ["rep"])["named"].transform("max")
     switched = fit_named & ~d["unconverged"]
     use_rs = switched & (d["named"] if mixed else True)
     d["covers"] = np.where(use_rs, d["rs_covers"], d["plugin_covers"])
     d["length"] = np.where(use_rs, d["rs_length"], d["plugin_length"])
+    if "plugin_far" in d:  # records before the far misses were kept lack them
+        d["far_miss"] = np.where(use_rs, d["rs_far"], d["plugin_far"])
     d["floor_only"] = fit_named & ~d["other"]
     noted = np.zeros(len(d), dtype=bool) if note_from is None else (
         d["floor_only"] & (d["ranges"] == "private") & (d["n"] * d["mu"] >= note_from))
@@ -225,6 +243,28 @@ def floor_alone_table(raw: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).sort_values(["ranges", "n_mu"], ascending=[False, True])
 
 
+def cap_table(raw: pd.DataFrame, caps=GATE_CAPS) -> pd.DataFrame:
+    """Per ``--budget-grid`` cell, the fit's rule against the gate lifted above each
+    floor change in ``caps``: fits warned, the default interval's coverage over all fits
+    and over the unwarned ones, and the share of unwarned (coefficient, fit) pairs whose
+    interval misses the non-private estimate by more than 3 of its half-lengths (issue
+    26's far misses)."""
+    parts = {}
+    for cap in (None, *caps):
+        d = apply_rule(raw, FLOOR_SENSITIVITY, FLOOR_RS_RATIO, note_from=FLOOR_NOTE_MIN_N_MU,
+                       cap=cap)
+        quiet = d[~d["warned"]]
+        tag = "" if cap is None else f"_cap{cap:g}"
+        parts[f"warned{tag}"] = d.groupby(CELL + ["rep"])["warned"].first().groupby(
+            CELL).mean()
+        parts[f"coverage{tag}"] = d.groupby(CELL)["covers"].mean()
+        parts[f"coverage_unwarned{tag}"] = quiet.groupby(CELL)["covers"].mean()
+        parts[f"far_miss{tag}"] = quiet.groupby(CELL)["far_miss"].mean()
+    out = pd.DataFrame(parts)
+    out.insert(0, "n_mu", raw.groupby(CELL)["n"].first() * raw.groupby(CELL)["mu"].first())
+    return out.sort_values(["ranges", "n_mu"], ascending=[False, True])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -260,6 +300,9 @@ def main() -> None:
               f"{FLOOR_NOTE_MIN_N_MU:,}: {len(noted)} pairs, random scaling covered "
               f"{noted['rs_covers'].mean():.3f} (FLOOR_NOTE_COVERAGE), the plug-in "
               f"{noted['plugin_covers'].mean():.3f}")
+        caps = cap_table(raw).round(4)
+        caps.to_csv(Path(args.out) / "dpsgd_floor_check_cap.csv")
+        print(caps.to_string())
         print(f"{(time.perf_counter() - t0) / 60:.1f} min")
         return
     if args.from_raw:
