@@ -13,7 +13,8 @@ multivariate random-scaling pivot alone (``rs_pivot``). Then SSP's plug-in (a
 chi-square test) on the same design, over its fits whose ``X'X`` was not floored (a
 floored fit warns) and over the floored ones. A last row: a design in natural units (a
 quadratic in age, a log income, codebook boxes), its 5 slopes zero, against the
-chi-square reference on the same fits.
+chi-square reference on the same fits. DP-SGD's tests run at the default number of
+steps and, at n = 1,000 and mu = 5, at 20 n and n^2 steps too.
 
     python validation/joint_test_size.py [--reps 200]
 """
@@ -35,7 +36,8 @@ BOUNDS = {c: (-1, 1) for c in NAMES} | {"y": (-4, 6)}
 OUT = pathlib.Path(__file__).parent / "results" / "joint_test_size.txt"
 
 
-def cell(n: int, mu: float, reps: int) -> str:
+def cell(n: int, mu: float, reps: int, steps: int | None = None) -> str:
+    """DP-SGD's tests at ``n``, ``mu`` and ``steps`` (``None``: the default count)."""
     from dpreg.inference.rs_joint import contrast_scale_matrix, rs_joint_law
 
     qs = (1, 2, 4, 6, 8, P)
@@ -47,7 +49,8 @@ def cell(n: int, mu: float, reps: int) -> str:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             res = dpreg.dp_ols("y ~ " + " + ".join(NAMES), data, mu=mu, bounds=BOUNDS,
-                               random_state=r, cov_type="plugin", engine="dpsgd")
+                               random_state=r, cov_type="plugin", engine="dpsgd",
+                               **({} if steps is None else {"steps": steps}))
         for m, q in rejected:
             if m == "rs_pivot":  # the multivariate pivot's law at every q
                 R = np.eye(P + 1)[1:q + 1]
@@ -60,7 +63,8 @@ def cell(n: int, mu: float, reps: int) -> str:
             rejected[(m, q)] += pvalue < 0.05
     se = (0.05 * 0.95 / reps) ** 0.5
     parts = "  ".join(f"{m} q={q}: {k / reps:.3f}" for (m, q), k in rejected.items())
-    return f"n = {n:5d} mu = {mu:g}: {parts}  (MC s.e. {se:.3f})"
+    at = "" if steps is None else f" steps = {steps:,}"
+    return f"n = {n:5d} mu = {mu:g}{at}: {parts}  (MC s.e. {se:.3f})"
 
 
 def ssp_cell(n: int, mu: float, reps: int) -> str:
@@ -124,6 +128,8 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=200)
     reps = parser.parse_args().reps
     lines = [cell(n, mu, reps) for n, mu in ((1000, 0.5), (1000, 5.0), (5000, 2.0))]
+    # step counts other than the default (200 n at n = 1,000): 20 n, and n^2
+    lines += [cell(1000, 5.0, reps, steps) for steps in (20_000, 1_000_000)]
     lines += [ssp_cell(n, mu, reps) for n, mu in ((1000, 0.5), (1000, 5.0), (5000, 2.0),
                                                    (10_000, 5.0))]
     lines.append(natural_cell(2000, 5.0, reps))
