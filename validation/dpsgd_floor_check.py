@@ -32,9 +32,11 @@ codebook boxes (:data:`BUDGET_CELLS`, :func:`budget_table`, before and after the
 interval became ``"plugin_rs"`` and the finding alone a note) in
 ``validation/results/dpsgd_floor_check_budget.csv``, and the coverage of the pairs named
 where the check was the only finding (:func:`floor_alone_table`) in
-``validation/results/dpsgd_floor_check_alone.csv``, and the rule against the gate lifted
-above a floor change of 0.35 (:func:`cap_table`: warned share, coverage and far misses)
-in ``validation/results/dpsgd_floor_check_cap.csv``.
+``validation/results/dpsgd_floor_check_alone.csv``; with ``--gate-cap``, the rule against
+the gate lifted above a floor change of 0.35 (:func:`cap_table`: warned share, coverage
+and far misses, :data:`CAP_CELLS`) in ``validation/results/dpsgd_floor_check_cap.csv``.
+
+    python validation/dpsgd_floor_check.py --gate-cap --reps 100 --jobs 2
 """
 
 from __future__ import annotations
@@ -77,6 +79,11 @@ THRESHOLDS = (0.05, 0.1, 0.2, 0.3, 0.5, 1.0)
 GATES = (0.0, 1.0, 1.1, 1.2, 1.3, 1.4, 1.6)
 #: Floor changes above which :func:`cap_table` lifts the gate (candidates, not the rule).
 GATE_CAPS = (0.35,)
+#: ``--gate-cap``: the budget grid's designs and the wage equation, at ``n mu`` of 2,500
+#: and 5,000 (where the gate decides most; the same seeds as the budget grid's cells).
+CAP_CELLS = [(d, f, n, mu, r) for r in ("private", "declared")
+             for d, f in (("wage", "linear"), *BUDGET_DESIGNS)
+             for n, mu in ((500, 5.0), (2500, 1.0), (1000, 5.0), (5000, 1.0))]
 
 
 def replicate(design, family, n, mu, ranges, rep) -> list[dict]:
@@ -244,7 +251,7 @@ def floor_alone_table(raw: pd.DataFrame) -> pd.DataFrame:
 
 
 def cap_table(raw: pd.DataFrame, caps=GATE_CAPS) -> pd.DataFrame:
-    """Per ``--budget-grid`` cell, the fit's rule against the gate lifted above each
+    """Per ``--gate-cap`` cell, the fit's rule against the gate lifted above each
     floor change in ``caps``: fits warned, the default interval's coverage over all fits
     and over the unwarned ones, and the share of unwarned (coefficient, fit) pairs whose
     interval misses the non-private estimate by more than 3 of its half-lengths (issue
@@ -273,6 +280,9 @@ def main() -> None:
     parser.add_argument("--raw", default="/tmp/dpsgd_floor_check_raw.csv",
                         help="where the per-coefficient records go")
     parser.add_argument("--from-raw", help="re-read these records instead of fitting")
+    parser.add_argument("--gate-cap", action="store_true",
+                        help="the gate lifted above a floor change of GATE_CAPS, on "
+                             "CAP_CELLS: writes dpsgd_floor_check_cap.csv")
     parser.add_argument("--budget-grid", action="store_true",
                         help="the learned ranges across n mu (BUDGET_CELLS): writes "
                              "dpsgd_floor_check_budget.csv")
@@ -300,6 +310,17 @@ def main() -> None:
               f"{FLOOR_NOTE_MIN_N_MU:,}: {len(noted)} pairs, random scaling covered "
               f"{noted['rs_covers'].mean():.3f} (FLOOR_NOTE_COVERAGE), the plug-in "
               f"{noted['plugin_covers'].mean():.3f}")
+        print(f"{(time.perf_counter() - t0) / 60:.1f} min")
+        return
+    if args.gate_cap:
+        if args.from_raw:
+            raw = pd.read_csv(args.from_raw)
+        else:
+            out = Parallel(n_jobs=args.jobs, batch_size=4)(
+                delayed(replicate)(*cell, rep) for cell in CAP_CELLS
+                for rep in range(args.reps))
+            raw = pd.DataFrame([row for rows in out for row in rows])
+            raw.to_csv(Path(args.raw), index=False)
         caps = cap_table(raw).round(4)
         caps.to_csv(Path(args.out) / "dpsgd_floor_check_cap.csv")
         print(caps.to_string())
