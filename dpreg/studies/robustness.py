@@ -199,8 +199,10 @@ def robustness_replicate(seed, *, family: str, n: int, p: int, budget: str, batc
 
 
 def robustness_table(raw: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
-    """Per cell and interval method: coverage over all replications and over those that
-    did not warn, the share of replications that warned, mean length, and the verdict.
+    """Per cell and interval method (``"default"``: the interval ``conf_int()`` returns):
+    coverage over all replications, over those that did not warn (``coverage_unwarned``,
+    with its MC s.e.) and over those that did (``coverage_warned``), the share of
+    replications that warned, mean length, and the verdict.
 
     A cell passes when its unwarned intervals cover ``1 - alpha`` within 3 Monte Carlo
     standard errors (or more), or when the package warned in at least 95% of its

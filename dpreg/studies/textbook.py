@@ -50,7 +50,7 @@ from scipy import stats
 
 from dpreg.exceptions import ConvergenceWarning
 from dpreg.families import get_family
-from dpreg.studies.warning_rates import fit_rows
+from dpreg.studies.warning_rates import CELL_FACTORS, fit_rows
 
 __all__ = ["DESIGNS", "simulate_design", "DesignFit", "fit_design", "textbook_replicate",
            "textbook_table"]
@@ -268,7 +268,7 @@ def textbook_table(raw: pd.DataFrame) -> pd.DataFrame:
         unwarned covering within 3 MC s.e., and ``length_ratio`` at most 2 for the
         squared loss and 3 for the other families).
     """
-    factors = [c for c in ("design", "family", "engine", "ranges", "n", "mu") if c in raw]
+    factors = [c for c in CELL_FACTORS if c in raw]
     rows = _pair_with_nonprivate(raw, factors)
     rows = rows.assign(
         covered=(rows["lower"] <= rows["truth"]) & (rows["truth"] <= rows["upper"]),

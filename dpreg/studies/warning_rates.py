@@ -89,9 +89,9 @@ def fit_rows(res, truth, messages: list[str], *, alpha: float, oracle=None) -> l
 
 def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
                             by: Sequence[str] = ()) -> pd.DataFrame:
-    """The warning as a test, from a :func:`textbook_table` or the robustness study's
-    table (``validation/results/robustness.csv``; its ``warned`` column is the share of
-    fits warned).
+    """The warning as a test, from a :func:`dpreg.studies.textbook.textbook_table` or a
+    :func:`dpreg.studies.robustness.robustness_table` (whose ``warned`` column is the
+    share of fits warned).
 
     A cell's interval *covers* when its coverage over all fits is within 3 MC s.e. of
     0.95 or above. The warning's false-alarm rate is its firing rate in covering cells,
@@ -107,8 +107,8 @@ def warning_characteristics(table: pd.DataFrame, *, method: str = "default",
         One row per cell and method, with ``method``, ``reps``, ``coverage``,
         ``coverage_unwarned``, ``mcse`` and ``unwarned`` or ``warned``.
     method : str
-        The interval judged (the rows of ``table`` with this ``method``; the robustness
-        table names its intervals, e.g. ``"plugin"``, and has no ``"default"``).
+        The interval judged (the rows of ``table`` with this ``method``; both studies
+        record each fit's default interval as ``"default"``).
     by : sequence of str
         Columns of ``table`` to report separately (e.g. ``["engine", "ranges"]``).
 
@@ -169,7 +169,9 @@ def check_characteristics(raw: pd.DataFrame, *, method: str = "default") -> pd.D
     per_rep = rows.groupby(factors + ["rep"], sort=False, dropna=False).agg(
         covered=("covered", "mean"), checks=("checks", "first"),
         warned=("warned", "max")).reset_index()
-    names = sorted({c for s in per_rep["checks"] for c in str(s).split("+") if c})
+    # rows read back from a CSV cache carry NaN where no check fired
+    per_rep["checks"] = per_rep["checks"].fillna("").astype(str)
+    names = sorted({c for s in per_rep["checks"] for c in s.split("+") if c})
     out = []
 
     def add(level, units: pd.DataFrame, rate_columns: list[str]):
@@ -188,7 +190,7 @@ def check_characteristics(raw: pd.DataFrame, *, method: str = "default") -> pd.D
                                 meets_target=float((rate <= 0.10).mean() if covers
                                                    else (rate >= 0.95).mean())))
 
-    fired = {f"rate_{c}": per_rep["checks"].astype(str).str.split("+").map(
+    fired = {f"rate_{c}": per_rep["checks"].str.split("+").map(
         lambda s, c=c: c in s) for c in names}
     per_rep = per_rep.assign(rate_any=per_rep["warned"].astype(float), **fired)
     rate_cols = ["rate_any"] + list(fired)

@@ -156,3 +156,13 @@ def test_check_characteristics_keeps_the_robustness_cells_factors_apart():
     cell = oc[(oc["level"] == "cell") & (oc["check"] == "any")].set_index("covers")
     assert cell.loc[True, "units"] == 2 and cell.loc[True, "rate_worst"] == 1.0
     assert cell.loc[True, "meets_target"] == 0.5
+
+
+def test_check_characteristics_reads_rows_back_from_csv(tmp_path):
+    # a CSV cache gives NaN where no check fired: same rates as the rows in memory
+    raw = _raw({"declared": [(1, -1, 1, 0.0), (0, -1, 1, 0.0)] * 20})
+    raw.to_csv(tmp_path / "raw.csv", index=False)
+    back = pd.read_csv(tmp_path / "raw.csv")
+    assert back["checks"].isna().any()
+    pd.testing.assert_frame_equal(wr.check_characteristics(back),
+                                  wr.check_characteristics(raw))
