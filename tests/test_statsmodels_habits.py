@@ -171,17 +171,18 @@ def test_private_joint_tests(private_ols):
     assert f.statistic == pytest.approx(wald / 2, rel=1e-10) and f.df_num == 2
     B = res.inferences["plugin"].cov_replicates.shape[0]
     assert float(f.pvalue) == float(w.pvalue) and 1 / (B + 1) <= float(w.pvalue) <= 1
-    # random scaling: one restriction gives the coefficient's exact RS p-value; a joint
-    # test uses the F* law, not chi2 / q
+    # random scaling: one restriction gives the coefficient's exact RS p-value by the F*
+    # law, not chi2 / q; a joint test is the Bonferroni combination of the scalar tests
     one = res.f_test("x = 0", method="rs")
     assert one.pvalue == pytest.approx(res.pvalues_by("rs")["x"], rel=1e-9)
-    joint = res.wald_test("x = 0, d = 0", method="rs")
-    assert joint.distribution == "rs_F" and joint.df_num == 2 and 0 < joint.pvalue <= 1
     from dpreg.inference.rs_joint import rs_joint_law
 
-    assert joint.pvalue == pytest.approx(float(rs_joint_law.sf(joint.statistic, 2)))
-    assert joint.pvalue_is_bound == (joint.pvalue <= 1e-4)
-    far = res.f_test("x = 100, d = -100", method="rs")
+    assert one.distribution == "rs_F" and one.df_num == 1
+    assert one.pvalue == pytest.approx(float(rs_joint_law.sf(one.statistic, 1)))
+    assert one.pvalue_is_bound == (one.pvalue <= 1e-4)
+    joint = res.wald_test("x = 0, d = 0", method="rs")
+    assert joint.distribution == "bonferroni" and joint.df_num == 2 and 0 < joint.pvalue <= 1
+    far = res.f_test("x = 100", method="rs")
     assert far.pvalue_is_bound and "p<=0.0001" in str(far)
     with pytest.raises(OptionError, match="t tests"):
         joint.conf_int()
@@ -300,7 +301,8 @@ def test_rs_only_fit_has_joint_tests_without_covariance(spector):
     res = dpreg.dp_ols("GRADE ~ GPA + PSI", spector, mu=2.0, random_state=1, steps=5000,
                        budget_split={"path": 1.0}, cov_type="rs",
                        bounds={"GRADE": (0, 1), "GPA": (2, 4), "PSI": (0, 1)})
-    assert res.f_test("GPA = 0, PSI = 0").distribution == "rs_F"
+    assert res.f_test("GPA = 0, PSI = 0").distribution == "bonferroni"
+    assert res.f_test("GPA = 0").distribution == "rs_F"
     assert res.t_test("GPA = 0").pvalue[0] == pytest.approx(res.pvalues["GPA"], rel=1e-10)
     with pytest.raises(OptionError, match="method"):
         res.t_test("GPA = 0", method="plugin")
@@ -341,6 +343,6 @@ def test_ldp_stream_results_support_tests(private_ols):
     res = stream.results()
     assert res.t_test("x = 0", method="rs").pvalue[0] == pytest.approx(
         res.pvalues_by("rs")["x"], rel=1e-10)
-    assert res.f_test("x = 0, d = 0", method="rs").distribution == "rs_F"
+    assert res.f_test("x = 0, d = 0", method="rs").distribution == "bonferroni"
     with pytest.raises(OptionError, match="covariance matrix"):
         res.f_test("x = 0, d = 0", method="batch_means")
