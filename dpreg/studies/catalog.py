@@ -163,6 +163,7 @@ def _robustness() -> Study:
                    budget=["mu=1", "mu=5"]),
         ],
         constants=dict(alpha=0.05), reps=200, seed=20261124,
+        revision="2",  # 2: the default interval, the checks and the named coefficients
         title="Robustness: natural units in loose boxes, every family, batches, budgets",
         description="Coverage of the truth (DP-GD: of the clipped empirical minimizer, its "
                     "target) by every printed interval of DP-SGD, DP-GD and LDP-SGD, with "
