@@ -272,6 +272,18 @@ def cap_table(raw: pd.DataFrame, caps=GATE_CAPS) -> pd.DataFrame:
     return out.sort_values(["ranges", "n_mu"], ascending=[False, True])
 
 
+def records(cells, args) -> pd.DataFrame:
+    """The per-coefficient records of ``cells`` (``--reps`` fits each, on ``--jobs``
+    workers, saved to ``--raw``), or those of ``--from-raw``."""
+    if args.from_raw:
+        return pd.read_csv(args.from_raw)
+    out = Parallel(n_jobs=args.jobs, batch_size=4)(
+        delayed(replicate)(*cell, rep) for cell in cells for rep in range(args.reps))
+    raw = pd.DataFrame([row for rows in out for row in rows])
+    raw.to_csv(Path(args.raw), index=False)
+    return raw
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reps", type=int, default=100)
@@ -289,14 +301,7 @@ def main() -> None:
     args = parser.parse_args()
     t0 = time.perf_counter()
     if args.budget_grid:
-        if args.from_raw:
-            raw = pd.read_csv(args.from_raw)
-        else:
-            out = Parallel(n_jobs=args.jobs, batch_size=4)(
-                delayed(replicate)(*cell, rep) for cell in BUDGET_CELLS
-                for rep in range(args.reps))
-            raw = pd.DataFrame([row for rows in out for row in rows])
-            raw.to_csv(Path(args.raw), index=False)
+        raw = records(BUDGET_CELLS, args)
         table = budget_table(raw).round(4)
         table.to_csv(Path(args.out) / "dpsgd_floor_check_budget.csv")
         alone = floor_alone_table(raw).round(4)
@@ -313,26 +318,13 @@ def main() -> None:
         print(f"{(time.perf_counter() - t0) / 60:.1f} min")
         return
     if args.gate_cap:
-        if args.from_raw:
-            raw = pd.read_csv(args.from_raw)
-        else:
-            out = Parallel(n_jobs=args.jobs, batch_size=4)(
-                delayed(replicate)(*cell, rep) for cell in CAP_CELLS
-                for rep in range(args.reps))
-            raw = pd.DataFrame([row for rows in out for row in rows])
-            raw.to_csv(Path(args.raw), index=False)
+        raw = records(CAP_CELLS, args)
         caps = cap_table(raw).round(4)
         caps.to_csv(Path(args.out) / "dpsgd_floor_check_cap.csv")
         print(caps.to_string())
         print(f"{(time.perf_counter() - t0) / 60:.1f} min")
         return
-    if args.from_raw:
-        raw = pd.read_csv(args.from_raw)
-    else:
-        out = Parallel(n_jobs=args.jobs, batch_size=4)(
-            delayed(replicate)(*cell, rep) for cell in CELLS for rep in range(args.reps))
-        raw = pd.DataFrame([row for rows in out for row in rows])
-        raw.to_csv(Path(args.raw), index=False)
+    raw = records(CELLS, args)
     grid = [(t, FLOOR_RS_RATIO) for t in THRESHOLDS] + \
         [(FLOOR_SENSITIVITY, r) for r in GATES if r != FLOOR_RS_RATIO]
     table = pd.DataFrame([characteristic(raw, t, r) for t, r in grid]).round(4)
