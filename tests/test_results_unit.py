@@ -265,7 +265,9 @@ def test_results_saved_before_the_record_load():
         pd.testing.assert_frame_equal(old.cov_params(), fresh.cov_params())
         assert old.summary().as_text() == fresh.summary().as_text()
         new = pd.DataFrame({"x": [0.5, -0.2], "g": ["b", "a"]})
-        np.testing.assert_array_equal(old.predict(new), fresh.predict(new))
+        # the same numbers to round-off: the stored prototype's design matrix can reach
+        # the BLAS in another memory layout than a fresh one (1 ulp apart with numpy 2.4)
+        np.testing.assert_allclose(old.predict(new), fresh.predict(new), rtol=1e-14, atol=0)
         assert old.convergence is None and list(old.first_stage) == [12.5]
         assert not hasattr(fresh, "first_stage") and "first_stage" not in vars(old)
         assert sorted(old.record.parts()) == ["convergence", "first_stage"]

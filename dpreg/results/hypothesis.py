@@ -427,7 +427,7 @@ def restriction_test(results, r_matrix, kind: str, *, method: str | None = None,
             distribution="bonferroni", statistic=stat, pvalue=pvalue, method=inf.method,
             df_num=n_r, note=f"Bonferroni combination of the {n_r} exact scalar "
                              "random-scaling tests (the multivariate pivot over-rejects "
-                             f"beyond {RS_JOINT_MAX} restrictions at finite T; see "
+                             "joint restrictions at finite T; see "
                              "dpreg.results.hypothesis)")
     if src == "rs":
         G = contrast_scale_matrix(inf, R)
