@@ -1,9 +1,11 @@
 """Prediction and marginal-effect intervals: which of the fit's intervals is the shortest
 that covers (issue 26, item 4).
 
-``get_prediction`` and ``get_margeff`` follow the fit's default inference (``res.cov_type``,
-plug-in unless DP-SGD switched to random scaling because the eigenvalue floor decided
-its plug-in standard errors). This script measures both methods on the textbook designs
+``get_prediction`` and ``get_margeff`` follow the fit's default inference (``res.cov_type``:
+the plug-in unless DP-SGD switched because the eigenvalue floor decided some plug-in
+standard errors, to ``"plugin_rs"``, random scaling's for a target that puts weight on
+those coefficients). This script measures both methods and the default on the textbook
+designs
 (:mod:`dpreg.studies.textbook`: two participation logits with 25% and 10% ones, the
 fertility and the wage equations) at n = 2,000 and 10,000, mu = 5, with learned
 ranges (the default) and the codebook's boxes, the defaults otherwise (the linear
@@ -15,8 +17,10 @@ designs then go to the engine rule's choice):
   over the two profiles (``get_margeff(at=profiles)``), against the truth
   ``beta_j mean_k p_k (1 - p_k)``.
 
-Per cell and method: coverage of the truth, split by whether the fit warned and whether
-its default switched, and the median length over the non-private interval of the same
+Per cell and method (``"default"``: what ``get_prediction`` and ``get_margeff`` give
+without ``method=``): coverage of the truth, split by whether the fit warned and whether
+its default switched (``res.convergence.default_switched``), and the median length over
+the non-private interval of the same
 data (:meth:`dpreg.DPRegression.fit_oracle`).
 
     python validation/prediction_intervals.py [--reps 50] [--jobs 2]
@@ -83,15 +87,18 @@ def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[di
     profiles = pd.DataFrame(PROFILES[design])
     eta = np.array([true_index(truth, p) for p in PROFILES[design]])
     mean = expit(eta) if family == "logistic" else eta
+    report = getattr(res, "convergence", None)  # an optional part: DP-SGD's, not SSP's
     keys = dict(design=design, n=n, mu=mu, ranges=ranges, seed=seed, default=res.cov_type,
-                warned=warned, switched=res.cov_type == "rs")
+                warned=warned, switched=bool(report is not None and report.default_switched))
     rows = []
     reference = _ends(oracle.get_prediction(profiles).summary_frame())
-    methods = [m for m in ("plugin", "rs") if m in res.inferences]
+    # None: the fit's default, as a user gets it without method= / inference=
+    methods = [m for m in ("plugin", "rs") if m in res.inferences] + [None]
     for method in methods:
+        label = method or "default"
         ci = _ends(res.get_prediction(profiles, method=method).summary_frame())
         for k in range(len(profiles)):
-            rows.append(keys | dict(what="prediction", target=f"profile {k}", method=method,
+            rows.append(keys | dict(what="prediction", target=f"profile {k}", method=label,
                                     covers=int(ci[k, 0] <= mean[k] <= ci[k, 1]),
                                     length_ratio=(ci[k, 1] - ci[k, 0])
                                     / (reference[k, 1] - reference[k, 0])))
@@ -103,7 +110,7 @@ def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[di
             for name in MARGINS:
                 lo, hi = frame.loc[name].iloc[-2:]
                 r_lo, r_hi = reference.loc[name].iloc[-2:]
-                rows.append(keys | dict(what="margin", target=name, method=method,
+                rows.append(keys | dict(what="margin", target=name, method=method or "default",
                                         covers=int(lo <= truth[name] * slope <= hi),
                                         length_ratio=(hi - lo) / (r_hi - r_lo)))
     return rows
