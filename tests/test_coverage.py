@@ -39,6 +39,7 @@ def check(hits):
         assert abs(h.mean() - 0.95) < 4 * se + 0.01, (method, h.mean(), se)
 
 
+@pytest.mark.long
 def test_coverage_batch_size_ten():
     check(coverage(300, 10, "uniform", 2.0, "identity", reps=300, entropy=1))
 

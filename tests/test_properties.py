@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -81,6 +82,7 @@ def fits(draw, budgets=("mu", "rho"), deltas=(1e-3, 1e-6)):
     return data, options
 
 
+@pytest.mark.long
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=fits())
 def test_results_are_finite_and_within_budget(case):
@@ -89,12 +91,14 @@ def test_results_are_finite_and_within_budget(case):
 
 # 500 examples per delta (1,000 in all, each calibrated through the PLD accountant: about
 # 0.3 s apiece): two tests, so that the suite's workers (pytest -n) share them
+@pytest.mark.long
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=fits(budgets=("epsilon",), deltas=(1e-3,)))
 def test_epsilon_delta_results_are_within_budget(case):
     check_fit(*case)
 
 
+@pytest.mark.long
 @settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=fits(budgets=("epsilon",), deltas=(1e-6,)))
 def test_epsilon_delta_results_are_within_budget_at_small_delta(case):
@@ -139,6 +143,7 @@ def streams(draw):
     return data, [0, *cuts, n], family, options
 
 
+@pytest.mark.long
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(case=streams())
 def test_streams_match_one_shot_and_stay_within_budget(case):
