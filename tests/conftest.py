@@ -15,14 +15,16 @@ import pytest
 # pytest worker compiled the same kernels into the shared folder. It must be set before
 # dpreg (whose kernels fix their cache folder when decorated) is imported: hence the
 # warning filters naming dpreg's classes are added below, not in pyproject.toml.
-# Processes a worker starts (Dask's, joblib's) inherit the variable.
-if os.environ.get("PYTEST_XDIST_WORKER"):
+# Processes a worker starts (Dask's, joblib's) inherit the variable. (Tests that import
+# this module again, as tests.conftest, find the folder set.)
+_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if _WORKER and os.path.basename(os.environ.get("NUMBA_CACHE_DIR", "")) != _WORKER:
     if "dpreg" in sys.modules:
         raise RuntimeError("dpreg was imported before tests/conftest.py could give this "
                            "pytest worker its own numba cache folder")
     _base = os.environ.get("NUMBA_CACHE_DIR") or os.path.join(tempfile.gettempdir(),
                                                               "dpreg-numba-cache")
-    os.environ["NUMBA_CACHE_DIR"] = os.path.join(_base, os.environ["PYTEST_XDIST_WORKER"])
+    os.environ["NUMBA_CACHE_DIR"] = os.path.join(_base, _WORKER)
     if "numba" in sys.modules:  # numba reads the variable into its config when imported
         from numba.core import config as _numba_config
 
