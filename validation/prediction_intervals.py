@@ -25,7 +25,7 @@ data (:meth:`dpreg.DPRegression.fit_oracle`).
 
     python validation/prediction_intervals.py [--reps 50] [--jobs 2]
 
-writes ``validation/results/prediction_intervals.csv`` (about 2 minutes on 2 cores).
+writes ``validation/results/prediction_intervals.csv`` (about 7 minutes on 2 cores at --reps 100).
 """
 
 from __future__ import annotations
