@@ -130,7 +130,8 @@ DPSGD_WARNING_RUNS = ("budget_split.csv", "clustered_analysis.txt", "clusters.cs
          "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")
 #: Defaults added after some recorded runs that change the numbers of some runs only: the
 #: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
-#: ones listed (file names of recorded runs), which read it and so are stale for it.
+#: ones listed (file names of recorded runs), which read it and so are stale for it; a
+#: new value of it likewise stales only the runs listed.
 NEUTRAL_EXCEPT = {
     "inference.diagnostics.CURVATURE_CORRECTED_LIMIT": (
         "the curvature correction of logistic DP-SGD estimates (with the private "
@@ -143,7 +144,15 @@ NEUTRAL_EXCEPT = {
          "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
          "real_data.csv", "robustness.csv", "robustness-ranges.csv",
          "statsmodels_datasets.csv", "textbook.csv", "textbook-default.csv",
-         "textbook-warnings.csv")),
+         "textbook-warnings.csv", "curvature_correction.txt", "dpsgd_floor_check_alone.csv",
+         "dpsgd_floor_check_cap.csv", "dpsgd_floor_check_cells.csv",
+         "prediction_intervals_approval.csv")),
+    "inference.diagnostics.CURVATURE_PREDICTION_LIMIT": (
+        "the flag of a prediction whose linear index the curvature correction of a "
+        "logistic DP-SGD fit moved far (PredictionResults.flagged, and a warning from "
+        "get_prediction): it changes no fit, estimate or interval; the run listed "
+        "reports predictions of such fits by their flag",
+        ("prediction_intervals.csv",)),
     "inference.diagnostics.FLOOR_RS_RATIO": (
         "the gate of DP-SGD's eigenvalue-floor check (a floor-sensitive coefficient is "
         "flagged only when random scaling finds its plug-in short): it changes which "
@@ -375,8 +384,11 @@ def _compare(recorded: Mapping[str, str] | None, current: Mapping[str, str],
         prefixes = tuple(depends)
         recorded = {k: v for k, v in recorded.items() if k.startswith(prefixes)}
         current = {k: v for k, v in current.items() if k.startswith(prefixes)}
+    # a default that only the runs NEUTRAL_EXCEPT lists read stales no other run, by its
+    # addition or by a new value
     changed = {name: (then, current.get(name)) for name, then in recorded.items()
-               if current.get(name) != then and name not in QUOTED}
+               if current.get(name) != then and name not in QUOTED
+               and not (name in NEUTRAL_EXCEPT and _neutral_for(name, run))}
     changed.update({name: (None, now) for name, now in current.items()
                     if name not in recorded and not _neutral_for(name, run)})
     return dict(sorted(changed.items()))

@@ -201,6 +201,23 @@ def test_a_default_neutral_except_for_named_runs_makes_only_those_stale(tmp_path
     assert stale[0].changed == {name: (None, current[name])}
 
 
+def test_a_new_value_of_a_default_neutral_except_for_named_runs_stales_only_those(
+        tmp_path, current):
+    # the runs NEUTRAL_EXCEPT names are the only ones that read the default, so a new
+    # value of it (CURVATURE_CORRECTED_LIMIT 1 -> 1.5) stales them and no other run
+    name, (_, affected) = next(iter(sd.NEUTRAL_EXCEPT.items()))
+    root = _repo(tmp_path, dict(current), results=(affected[0], "unaffected.csv"))
+    sd.stamp_validation_results(root, [f"validation/results/{affected[0]}",
+                                       "validation/results/unaffected.csv"], "python x.py")
+    now = dict(current, **{name: "0.25"})
+    stale = sd.stale_runs(root, now)
+    assert [r.path for r in stale] == [f"validation/results/{affected[0]}"]
+    assert stale[0].changed == {name: (current[name], "0.25")}
+    # any other default's new value still stales every run (the study run too)
+    other = dict(current, **{"privacy.ranges.DEFAULT_BINS": "32"})
+    assert len(sd.stale_runs(root, other)) == 3
+
+
 def test_a_quoted_constant_never_makes_a_run_stale(tmp_path, current):
     # QUOTED: a measured number a message's text quotes; remeasuring it (a new value) or
     # adding it decides no number, so no run is stale for it, while any other constant's
