@@ -248,22 +248,31 @@ def test_too_few_steps_warns():
     assert res.convergence.unconverged or res.convergence.plugin_too_long
 
 
+def _natural_fit(seed: int, *, n: int = 1000, mu: float = 1.0, family="logistic"):
+    """The robustness study's natural-units design (p = 3, heteroskedastic) fitted by
+    DP-SGD in its declared boxes, warnings ignored: (fit, data, truth)."""
+    from dpreg.studies.robustness import natural_units_design
+
+    data, formula, bounds, truth = natural_units_design(
+        n, 3, np.random.default_rng(seed), family=family, errors="hetero")
+    fit = dpreg.dp_logit if family == "logistic" else dpreg.dp_ols
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = fit(formula, data, mu=mu, bounds=bounds, ranges="declared", engine="dpsgd",
+                  random_state=seed)
+    return res, data, np.asarray(truth, dtype=float)
+
+
 def test_logistic_curvature_bias_is_corrected_where_noise_dominates():
     # natural units, n = 1000, p = 3, mu = 1 (the declared boxes): the averaged iterate is
     # pushed away from 0 (plug-in coverage 0.832 over 200 fits before the correction);
     # DP-SGD divides it by k, and its intervals then cover 0.953
     # (validation/results/curvature_correction.txt); at n = 5000, mu = 5, k is 1.001
     from dpreg.inference.diagnostics import CURVATURE_CORRECTED_LIMIT
-    from dpreg.studies.robustness import natural_units_design
 
     def fit(n, mu, seed):
-        data, formula, bounds, truth = natural_units_design(
-            n, 3, np.random.default_rng(seed), family="logistic", errors="hetero")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ConvergenceWarning)
-            res = dpreg.dp_logit(formula, data, mu=mu, bounds=bounds, ranges="declared",
-                                 random_state=seed)
-        return res, np.asarray(truth, dtype=float)
+        res, _, truth = _natural_fit(seed, n=n, mu=mu)
+        return res, truth
 
     covers, covers_raw = [], []
     for seed in range(12):
@@ -290,6 +299,39 @@ def test_logistic_curvature_bias_is_corrected_where_noise_dominates():
         res, _ = fit(5000, 5.0, seed)
         assert res.convergence.curvature_factor < 1.01
         assert not res.convergence.curvature_biased
+
+
+def test_predictions_the_curvature_correction_moved_far_are_flagged_by_row():
+    # the correction's error grows with its size for a prediction as for a coefficient
+    # (validation/prediction_intervals.py: unflagged rows of the 10%-ones logit covered
+    # at the nominal rate, flagged ones far below), and the coefficients' flags do not
+    # find those rows: each row's move is (k - 1) |x' theta| over its plug-in s.e.
+    from dpreg.inference.diagnostics import CURVATURE_PREDICTION_LIMIT
+
+    res, data, _ = _natural_fit(4)
+    k = res.convergence.curvature_factor
+    assert k > 1.1
+    rows = data.drop(columns=res.model.endog_names).iloc[:40]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        pred = res.get_prediction(rows)
+    X, _ = res.exog_matrix(rows, True)
+    cov = res.cov_params().to_numpy()  # the plug-in's (this fit's default is the plug-in)
+    np.testing.assert_allclose(np.sqrt(np.diag(cov)), res.bse_by("plugin"), rtol=1e-12)
+    expected = np.abs(X @ res.params.to_numpy()) * (k - 1) / np.sqrt(
+        np.einsum("ij,jk,ik->i", X, cov, X))
+    np.testing.assert_allclose(pred.curvature_moved, expected, rtol=1e-10)
+    np.testing.assert_array_equal(pred.flagged, expected > CURVATURE_PREDICTION_LIMIT)
+    assert 0 < pred.flagged.sum() < len(rows)  # this fit moves some rows, not all
+    [warning] = [w for w in caught if "moved the linear index" in str(w.message)]
+    named = [label for label, f in zip(rows.index, pred.flagged, strict=True) if f]
+    assert f"rows {named}" in str(warning.message)
+    # a fit without the correction (linear family) flags nothing and warns of nothing
+    lin, data_lin, _ = _natural_fit(4, family="linear")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        pred = lin.get_prediction(data_lin.iloc[:5])
+    assert pred.curvature_moved is None and not pred.flagged.any()
 
 
 def test_dpgd_path_that_still_moves_warns_and_a_converged_one_does_not():

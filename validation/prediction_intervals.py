@@ -18,20 +18,26 @@ designs then go to the engine rule's choice):
   ``beta_j mean_k p_k (1 - p_k)``.
 
 Per cell and method (``"default"``: what ``get_prediction`` and ``get_margeff`` give
-without ``method=``): coverage of the truth, split by whether the fit warned and whether
-its default switched (``res.convergence.default_switched``), and the median length over
-the non-private interval of the same
-data (:meth:`dpreg.DPRegression.fit_oracle`).
+without ``method=``): coverage of the truth, split by whether the fit warned, whether
+its default switched (``res.convergence.default_switched``) and, for predictions,
+whether the row was flagged (the curvature correction moved its linear index by over 1
+plug-in standard error, ``PredictionResults.flagged``), and the median length over the
+non-private interval of the same data (:meth:`dpreg.DPRegression.fit_oracle`).
 
     python validation/prediction_intervals.py [--reps 50] [--jobs 2]
 
 writes ``validation/results/prediction_intervals.csv`` (about 7 minutes on 2 cores at --reps 100).
+``--design``, ``--n`` and ``--ranges`` keep a part of the grid (with ``--out``, e.g. a
+larger run of one cell):
+
+    python validation/prediction_intervals.py --design approval --n 2000 --ranges auto --reps 600 --out validation/results/prediction_intervals_approval.csv
 """
 
 from __future__ import annotations
 
 import argparse
 import pathlib
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -70,6 +76,7 @@ def _ends(frame: pd.DataFrame) -> np.ndarray:
 def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[dict]:
     from scipy.special import expit  # imported here: loky cannot unpickle a ufunc global
 
+    from dpreg.exceptions import ConvergenceWarning
     from dpreg.frontend.model import DPRegression
     from dpreg.studies.textbook import DESIGNS, fit_design
 
@@ -96,9 +103,14 @@ def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[di
     methods = [m for m in ("plugin", "rs") if m in res.inferences] + [None]
     for method in methods:
         label = method or "default"
-        ci = _ends(res.get_prediction(profiles, method=method).summary_frame())
+        with warnings.catch_warnings():
+            # the prediction's own flag (PredictionResults.flagged), recorded per row
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            prediction = res.get_prediction(profiles, method=method)
+        ci = _ends(prediction.summary_frame())
         for k in range(len(profiles)):
             rows.append(keys | dict(what="prediction", target=f"profile {k}", method=label,
+                                    flagged=bool(prediction.flagged[k]),
                                     covers=int(ci[k, 0] <= mean[k] <= ci[k, 1]),
                                     length_ratio=(ci[k, 1] - ci[k, 0])
                                     / (reference[k, 1] - reference[k, 0])))
@@ -111,6 +123,7 @@ def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[di
                 lo, hi = frame.loc[name].iloc[-2:]
                 r_lo, r_hi = reference.loc[name].iloc[-2:]
                 rows.append(keys | dict(what="margin", target=name, method=method or "default",
+                                        flagged=False,
                                         covers=int(lo <= truth[name] * slope <= hi),
                                         length_ratio=(hi - lo) / (r_hi - r_lo)))
     return rows
@@ -118,8 +131,10 @@ def replicate(design: str, n: int, mu: float, ranges: str, seed: int) -> list[di
 
 def summarize(raw: pd.DataFrame) -> pd.DataFrame:
     """Coverage (and its binomial MC s.e. over the (fit, target) pairs) and the median
-    length ratio per cell, fit status and method."""
-    g = raw.groupby(["what", "design", "n", "ranges", "warned", "switched", "method"])
+    length ratio per cell, fit status (warned, default switched, and for predictions
+    the row's curvature flag, ``PredictionResults.flagged``) and method."""
+    g = raw.groupby(["what", "design", "n", "ranges", "warned", "switched", "flagged",
+                     "method"])
     out = g.agg(pairs=("covers", "size"), coverage=("covers", "mean"),
                 length_ratio=("length_ratio", "median")).reset_index()
     out["mcse"] = np.sqrt(out.coverage * (1 - out.coverage) / out.pairs)
@@ -130,20 +145,24 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=50)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--design", nargs="+", choices=list(PROFILES), default=list(PROFILES))
+    ap.add_argument("--n", nargs="+", type=int, default=[2000, 10000])
+    ap.add_argument("--ranges", nargs="+", choices=["auto", "declared"],
+                    default=["auto", "declared"])
+    ap.add_argument("--out", type=pathlib.Path, default=OUT)
     args = ap.parse_args(argv)
-    cells = [(d, n, 5.0, r) for d in PROFILES for n in (2000, 10000)
-             for r in ("auto", "declared")]
+    cells = [(d, n, 5.0, r) for d in args.design for n in args.n for r in args.ranges]
     tasks = [(cell, 1000 * s + 11) for cell in cells for s in range(args.reps)]
     out = Parallel(n_jobs=args.jobs, batch_size=4)(
         delayed(replicate)(*cell, seed) for cell, seed in tasks)
     raw = pd.DataFrame([row for rows in out for row in rows])
     table = summarize(raw)
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(OUT, index=False)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(args.out, index=False)
     unwarned = table[~table.warned]
     with pd.option_context("display.width", 160, "display.max_rows", 200):
         print(unwarned.to_string(index=False))
-    print(f"{len(tasks)} fits -> {OUT}")
+    print(f"{len(tasks)} fits -> {args.out}")
 
 
 if __name__ == "__main__":

@@ -9,14 +9,28 @@ for probabilities transform the interval of the linear index (statsmodels' ``"en
 method, so they stay inside (0, 1)). With random scaling the interval of ``x' theta``
 uses the random-scaling scale of that contrast and the exact law of the scalar pivot
 (there is no standard error). Only released quantities and the public rows enter.
+
+DP-SGD's logistic estimates are the averaged iterate divided by the curvature factor
+``k`` (:mod:`dpreg.inference.diagnostics`, "Curvature bias"), so each prediction's
+linear index moved by ``(k - 1) |x' theta|``. The correction is approximate (one ``k``
+for every row) and its error grows with its size, as for a coefficient: a row whose
+index moved by over :data:`~dpreg.inference.diagnostics.CURVATURE_PREDICTION_LIMIT`
+plug-in standard errors of ``x' theta`` is flagged (``flagged``) and named in a
+:class:`~dpreg.exceptions.ConvergenceWarning`. Measured on the textbook study's 10%-ones
+logit (``validation/prediction_intervals.py``), the coefficients' flags alone leave such
+predictions unflagged, and they covered far less than their nominal rate.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
 
 from dpreg._checks import number_in
+from dpreg.exceptions import ConvergenceWarning, user_stacklevel
+from dpreg.inference.diagnostics import CURVATURE_PREDICTION_LIMIT
 
 __all__ = ["PredictionResults", "predict_rows"]
 
@@ -36,10 +50,18 @@ class PredictionResults:
     method : str
         Inference method behind the intervals.
     row_labels : list
+    curvature_moved : ndarray or None
+        How far the curvature correction of a logistic DP-SGD fit moved each row's
+        linear index, in plug-in standard errors of ``x' theta`` (``None`` for fits
+        without the correction).
+    flagged : ndarray of bool
+        Rows whose ``curvature_moved`` exceeds
+        :data:`~dpreg.inference.diagnostics.CURVATURE_PREDICTION_LIMIT`: their intervals
+        may be shifted (module notes).
     """
 
     def __init__(self, *, linpred, scale_lin, critical, family, method: str,
-                 is_standard_error: bool, row_labels):
+                 is_standard_error: bool, row_labels, curvature_moved=None):
         # the fit's family (dpreg.families.Family) says what a prediction is: its
         # inverse link (None: the identity) and whether the outcome is 0/1
         # (probabilities, statsmodels' Logit column names)
@@ -56,6 +78,10 @@ class PredictionResults:
             self.predicted, deriv, _ = self._link(self.linpred)
         self.se = deriv * self._scale_lin if is_standard_error else np.full_like(
             self.linpred, np.nan)
+        self.curvature_moved = (None if curvature_moved is None
+                                else np.asarray(curvature_moved, dtype=float))
+        self.flagged = (np.zeros(self.linpred.shape, dtype=bool) if curvature_moved is None
+                        else self.curvature_moved > CURVATURE_PREDICTION_LIMIT)
 
     @property
     def predicted_mean(self) -> np.ndarray:
@@ -121,6 +147,32 @@ def predict_rows(results, X: np.ndarray, row_labels, method: str | None) -> Pred
     method = resolve_method(results, method, X)
     _, _, center, _ = joint_source(results, method)
     scale, law, name, is_se = contrast_scales(results, X, method)
-    return PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
-                             family=results.family, method=name,
-                             is_standard_error=is_se, row_labels=row_labels)
+    moved = curvature_moved(results, X)
+    out = PredictionResults(linpred=X @ center, scale_lin=scale, critical=law.critical_value,
+                            family=results.family, method=name, is_standard_error=is_se,
+                            row_labels=row_labels, curvature_moved=moved)
+    if out.flagged.any():
+        rows = [label for label, f in zip(out.row_labels, out.flagged, strict=True) if f]
+        k = results.convergence.curvature_factor
+        warnings.warn(
+            f"The curvature correction (every estimate is the averaged iterate divided by "
+            f"k = {k:.4g}) moved the linear index of the predictions at rows {rows} by over "
+            f"{CURVATURE_PREDICTION_LIMIT:g} plug-in standard error. The correction is "
+            "approximate and its error grows with its size: the intervals of these "
+            "predictions may be shifted (PredictionResults.flagged). Raise the budget, use "
+            "fewer steps= or a smaller lr=.", ConvergenceWarning, stacklevel=user_stacklevel())
+    return out
+
+
+def curvature_moved(results, X: np.ndarray) -> np.ndarray | None:
+    """How far the curvature correction of a logistic DP-SGD fit moved each row's linear
+    index ``x' theta``, in plug-in standard errors of ``x' theta`` (module notes);
+    ``None`` where the fit made no correction."""
+    from dpreg.results.hypothesis import contrast_scales
+
+    report = getattr(results, "convergence", None)  # an optional part: DP-SGD's
+    k = None if report is None else report.curvature_factor
+    if k is None or "plugin" not in results.inferences:
+        return None
+    se = contrast_scales(results, X, "plugin")[0]
+    return np.abs(X @ results.params.to_numpy()) * (k - 1.0) / se
