@@ -27,10 +27,12 @@ non-private interval of the same data (:meth:`dpreg.DPRegression.fit_oracle`).
     python validation/prediction_intervals.py [--reps 50] [--jobs 2]
 
 writes ``validation/results/prediction_intervals.csv`` (about 7 minutes on 2 cores at --reps 100).
-``--design``, ``--n`` and ``--ranges`` keep a part of the grid (with ``--out``, e.g. a
-larger run of one cell):
+``--design``, ``--n`` and ``--ranges`` keep a part of the grid, ``--out`` names the file
+(the recorded larger run of one cell, ``prediction_intervals_approval.csv``, about 2.5
+minutes):
 
-    python validation/prediction_intervals.py --design approval --n 2000 --ranges auto --reps 600 --out validation/results/prediction_intervals_approval.csv
+    python validation/prediction_intervals.py --design approval --n 2000 --ranges auto
+    --reps 600 --out validation/results/prediction_intervals_approval.csv
 """
 
 from __future__ import annotations
