@@ -196,11 +196,12 @@ CURVATURE_BIAS_LIMIT = 0.5
 #: in up to 0.27 fewer of the fits of cells whose intervals cover.
 CURVATURE_CORRECTED_LIMIT = 1.5
 #: The same for a prediction's linear index ``x' theta`` (:mod:`dpreg.results.prediction`,
-#: ``PredictionResults.flagged``): set from the predictions' own curve
-#: (``validation/prediction_intervals.py``, the 10%-ones logit at n = 2,000, mu = 5): at
-#: one of its two profiles the rows moved by 1 to 1.5 s.e. covered 0.87 (107 fits), those
-#: under 1 s.e. 0.955-0.971. A correction of the whole index by one ``k`` errs more at a
-#: single row than on a coefficient, which the fit's rows average over.
+#: ``PredictionResults.flagged``): one ``k`` for every row errs more at a single row than
+#: on a coefficient, which the fit's rows average over. Measured on the 10%-ones logit at
+#: n = 2,000, mu = 5 (``validation/prediction_intervals.py``, 600 fits): at one of its
+#: two profiles the rows moved by 1 to 1.5 s.e. covered 0.87 (107 fits, a one-off look),
+#: and with this limit the unwarned fits' unflagged predictions covered 0.959-0.967, the
+#: flagged ones 0.79-0.85 (the recorded run, ``prediction_intervals_approval.csv``).
 CURVATURE_PREDICTION_LIMIT = 1.0
 #: False-alarm probability of each full-path (DP-GD) check per coefficient.
 GD_ALARM = 1e-4

@@ -17,8 +17,9 @@ for every row) and its error grows with its size, as for a coefficient: a row wh
 index moved by over :data:`~dpreg.inference.diagnostics.CURVATURE_PREDICTION_LIMIT`
 plug-in standard errors of ``x' theta`` is flagged (``flagged``) and named in a
 :class:`~dpreg.exceptions.ConvergenceWarning`. Measured on the textbook study's 10%-ones
-logit (``validation/prediction_intervals.py``), the coefficients' flags alone leave such
-predictions unflagged, and they covered far less than their nominal rate.
+logit (``validation/prediction_intervals.py``, 600 fits at n = 2,000, mu = 5), the
+unwarned fits' flagged predictions covered 0.79-0.85 and the unflagged ones 0.959-0.967;
+the coefficients' flags do not find such rows.
 """
 
 from __future__ import annotations

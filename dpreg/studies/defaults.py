@@ -150,9 +150,9 @@ NEUTRAL_EXCEPT = {
     "inference.diagnostics.CURVATURE_PREDICTION_LIMIT": (
         "the flag of a prediction whose linear index the curvature correction of a "
         "logistic DP-SGD fit moved far (PredictionResults.flagged, and a warning from "
-        "get_prediction): it changes no fit, estimate or interval; the run listed "
-        "reports predictions of such fits by their flag",
-        ("prediction_intervals.csv",)),
+        "get_prediction): it changes no fit, estimate or interval; the runs listed "
+        "report predictions of such fits by their flag",
+        ("prediction_intervals.csv", "prediction_intervals_approval.csv")),
     "inference.diagnostics.FLOOR_RS_RATIO": (
         "the gate of DP-SGD's eigenvalue-floor check (a floor-sensitive coefficient is "
         "flagged only when random scaling finds its plug-in short): it changes which "
