@@ -169,11 +169,14 @@ def curvature_moved(results, X: np.ndarray) -> np.ndarray | None:
     """How far the curvature correction of a logistic DP-SGD fit moved each row's linear
     index ``x' theta``, in plug-in standard errors of ``x' theta`` (module notes);
     ``None`` where the fit made no correction."""
+    from dpreg.inference.diagnostics import curvature_bias
     from dpreg.results.hypothesis import contrast_scales
 
     report = getattr(results, "convergence", None)  # an optional part: DP-SGD's
     k = None if report is None else report.curvature_factor
     if k is None or "plugin" not in results.inferences:
         return None
-    se = contrast_scales(results, X, "plugin")[0]
-    return np.abs(X @ results.params.to_numpy()) * (k - 1.0) / se
+    # the coefficients' measure applied to x' theta: (1 - 1/k) |k x' theta| over its s.e.
+    averaged = k * (X @ results.params.to_numpy())
+    return curvature_bias(averaged, None, None, None, contrast_scales(results, X, "plugin")[0],
+                          factor=k)
