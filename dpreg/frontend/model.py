@@ -733,7 +733,8 @@ class DPRegression:
             f"{RANGES_EVENT!r}, noise sd {event.noise_std:.3g} "
             f"per bin, {opts.ranges_share:.3g} of the budget), each range the bins between "
             f"the points where the counts above {THRESHOLD:g} noise sd, cumulated from either "
-            f"end, exceed {release.tail:.3g} rows, and "
+            "end (lone bins that the noise lifted far from the others passed over), exceed "
+            f"{release.tail:.3g} rows, and "
             + ("a guard bin" if release.guard == 1 else f"{release.guard} guard bins (the "
                "noise per bin over the tail rows)")
             + " beyond each (snapped outward to the grid); the engine's settings and noise "

@@ -25,6 +25,7 @@ from dpreg.privacy.ranges import (
     histogram_sensitivity,
     quantile_from_counts,
     range_from_counts,
+    range_start,
     release_ranges,
     tail_rows,
 )
@@ -546,15 +547,17 @@ def test_guard_bins_grow_with_the_noise_over_the_tail_rows():
     assert guard_bins(0.0, 3.0) == 1
 
 
-@pytest.mark.parametrize("per_noise, low, high", [(0.0, 0.038, 0.054), (1.0, 0.018, 0.030)])
+@pytest.mark.parametrize("per_noise, low, high", [(0.0, 0.054, 0.070), (1.0, 0.027, 0.036)])
 def test_the_guard_keeps_the_clipped_share_small_at_small_n_mu(monkeypatch, per_noise,
                                                                  low, high):
     """A N(0, 2) outcome in (-10, 10), n = 1000, mu = 0.5 with 5% of mu^2 (one column:
     sigma = 12.6 per bin, t = 5 rows): with one guard bin (``GUARD_PER_NOISE = 0``) the
-    range clipped 4.6% of the rows on average, attenuating DP-SGD's slopes by 1/3 of a
-    standard deviation (validation/outcome_range_bias.py); with ``ceil(sigma / t) = 3``
-    bins, 2.3%. 300 draws; one draw's share has sd about 0.025, so the mean's s.e. is
-    0.0015 and each window is at least 3.5 s.e. from the measured mean."""
+    range clipped 6.2% of the rows on average, with ``ceil(sigma / t) = 3`` bins 3.1%
+    (4.6% and 2.3% before lone noise bins were passed over: the noise hides this tail's
+    bins, and some it lifts are then taken for noise; validation/outcome_range_bias.py
+    measured 4.6% as attenuating DP-SGD's slopes by 1/3 of a standard deviation). 300
+    draws; the mean's s.e. is 0.0023 and 0.0013, and each window is at least 3.5 s.e.
+    from the measured mean."""
     monkeypatch.setattr("dpreg.privacy.ranges.GUARD_PER_NOISE", per_noise)
     n, sd = 1000, math.sqrt(2) / (0.5 * math.sqrt(DEFAULT_RANGES_SHARE))
     edges, tail = grid_edges(-10.0, 10.0), tail_rows(1000)
@@ -566,6 +569,60 @@ def test_the_guard_keeps_the_clipped_share_small_at_small_n_mu(monkeypatch, per_
         lo, hi = range_from_counts(noisy, edges, tail, sd, n) or (-10.0, 10.0)
         shares.append(np.mean((y < lo) | (y > hi)))
     assert low < np.mean(shares) < high
+
+
+def test_a_lone_noise_bin_far_from_the_data_does_not_set_an_end():
+    """Rows in bins 20-29 of 64 and one empty bin (50) that the noise lifted to 2.4 sd,
+    with t = 2.5 rows under 2 sd (n = 500): the rule before ended the range at bin 50
+    (plus its guard); the lone bin is passed over, and the range ends at the data's."""
+    sd, tail = 2.2, tail_rows(500)
+    edges = grid_edges(0.0, 64.0, 64)
+    counts = np.zeros(64)
+    counts[20:30] = 50.0
+    counts[50] = 2.4 * sd
+    assert range_from_counts(counts, edges, tail, sd, 500) == (19.0, 31.0)
+    assert range_start(counts[::-1], tail, sd) == 63 - 29
+    # a bin too large for the noise (4 sd, over 2.95 sd) holds rows: it ends the range
+    counts[50] = 4.0 * sd
+    assert range_from_counts(counts, edges, tail, sd, 500)[1] == 52.0
+    # ... and so does one near the data (within ISOLATED_GAP bins): read as its tail
+    counts[50], counts[33] = 0.0, 2.4 * sd
+    assert range_from_counts(counts, edges, tail, sd, 500)[1] == 35.0
+
+
+def test_a_sparse_tail_is_not_taken_for_noise():
+    """A tail whose bins hold rows under the threshold between the few it lifts over it:
+    the released counts from a kept tail bin to the next sum to more than the tail plus
+    2 sd sqrt(m), so the bin is not passed over (its rows would be clipped)."""
+    sd, tail = 2.2, tail_rows(500)
+    edges = grid_edges(0.0, 64.0, 64)
+    counts = np.zeros(64)
+    counts[20:30] = 40.0
+    counts[30:52] = 1.5 * sd  # 22 bins of sparse tail, each under the threshold
+    counts[[37, 44, 51]] = 2.3 * sd  # ... but for three
+    # (n not given: the check of the mass the threshold dropped is another test's)
+    assert range_from_counts(counts, edges, tail, sd)[1] == 53.0
+    counts[30:52] = 0.0  # the same three bins alone are noise
+    counts[[37, 44, 51]] = 2.3 * sd
+    assert range_from_counts(counts, edges, tail, sd)[1] == 31.0
+
+
+def test_lone_noise_bins_no_longer_widen_a_loose_box_at_small_n_mu():
+    """An age uniform on 18-45 in its codebook box 16-100, n = 500, mu = 5 with three
+    columns sharing 5% of mu^2 (sigma = 2.19, t = 2.5): the learned range was over 1.5
+    times the data's in 54% of 400 draws before lone noise bins were passed over, 12%
+    after (validation/range_lone_bins.py). 200 draws here: at 12% the share's s.e. is
+    0.023, so 0.25 is over 5 s.e. above it and 12 s.e. below the rule before."""
+    n, sd = 500, math.sqrt(6) / (5 * math.sqrt(DEFAULT_RANGES_SHARE))
+    edges, tail = grid_edges(16.0, 100.0), tail_rows(n)
+    rng = np.random.default_rng(11)
+    wide = []
+    for _ in range(200):
+        age = rng.uniform(18, 45, n)
+        noisy = column_histogram(age, edges) + rng.normal(0, sd, len(edges) - 1)
+        lo, hi = range_from_counts(noisy, edges, tail, sd, n) or (16.0, 100.0)
+        wide.append((hi - lo) / np.ptp(age) > 1.5)
+    assert np.mean(wide) < 0.25
 
 
 # ---------------------------------------------------------------- boxes known by a scale
