@@ -45,7 +45,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-__all__ = ["CONSTANTS", "DPSGD_WARNING_RUNS", "FRONT_ENDS", "NEUTRAL", "NEUTRAL_EXCEPT",
+__all__ = ["CONSTANTS", "DPSGD_WARNING_RUNS", "FRONT_ENDS", "LEARNED_RANGES_RUNS", "NEUTRAL",
+           "NEUTRAL_EXCEPT",
            "NEUTRAL_PREFIXES", "QUOTED",
            "STUDY_RUNS", "VALIDATION_RESULTS", "MANIFEST",
            "StaleRun", "StaleRunError", "defaults_fingerprint", "stale_runs",
@@ -75,7 +76,8 @@ CONSTANTS: dict[str, tuple[str, ...] | None] = {
     "dpreg.inference.ssp_estimator": ("FAILURE_PROB",),
     "dpreg.inference.diagnostics": None,
     "dpreg.privacy.ranges": ("DEFAULT_RANGES_SHARE", "DEFAULT_BINS", "THRESHOLD",
-                             "GUARD_BINS", "GUARD_PER_NOISE", "SKEWED_TAIL",
+                             "GUARD_BINS", "GUARD_PER_NOISE", "ISOLATED_GAP",
+                             "LONE_BIN_RATE", "LONE_BIN_SUM_Z", "SKEWED_TAIL",
                              "TAIL_RESOLVED", "MIN_TAIL_BINS"),
 }
 #: The front ends whose keyword defaults count (``module:qualified name``).
@@ -128,6 +130,25 @@ DPSGD_WARNING_RUNS = ("budget_split.csv", "clustered_analysis.txt", "clusters.cs
          "robustness-ranges.csv", "skewed_outcome.txt", "skewed_outcome_skewed_clip.txt",
          "skewed_outcome_note.txt", "square_coordinates.txt", "statsmodels_datasets.csv",
          "textbook.csv", "textbook-default.csv", "textbook-warnings.csv")
+#: The recorded runs that fit with ranges learned privately (``ranges="auto"`` or
+#: ``"private"`` with DP-SGD, SSP or noisy Newton and declared bounds): a default that
+#: changes only how the private ranges are read stales these. The others fit LDP-SGD,
+#: DP-GD, AdaSSP or IV-2SLS, clusters (declared boxes), or designs without declared
+#: bounds (the papers' studies, families_coverage, dpsgd_vs_dpgd).
+LEARNED_RANGES_RUNS = tuple(sorted(
+    set(DPSGD_WARNING_RUNS) - {"clustered_analysis.txt", "clusters.csv", "dpsgd_vs_dpgd.csv",
+                               "families_coverage_n1000_r300.csv",
+                               "families_coverage_lr_1_over_kappa.txt"}
+    | {"dpsgd_floor_check_alone.csv", "dpsgd_floor_check_cap.csv", "huber_natural_units.csv",
+       "newton_location.txt", "outcome_range_bias.txt", "plugin_long_note.csv",
+       "prediction_intervals_approval.csv", "range_lone_bins.csv",
+       "robustness-ranges-warnings.csv", "robustness-warnings.csv", "scale_box.csv",
+       "sensitivity_grid.csv", "ssp_coverage.csv", "ssp_coverage_by_floor.csv",
+       "ssp_floor_check.csv", "ssp_floor_check_real.csv", "ssp_splits.csv"}))
+_LONE_BIN_RULE = ("the private ranges' reading passes over a lone noise bin before "
+                  "an end (dpreg.privacy.ranges.range_start): it changes the ranges "
+                  "learned where the tail rows allowed are fewer than about two noise sd "
+                  "(small n mu), and so the fits on them; the runs listed learn ranges")
 #: Defaults added after some recorded runs that change the numbers of some runs only: the
 #: name is neutral (as in :data:`NEUTRAL`, for the reason given) for every run but the
 #: ones listed (file names of recorded runs), which read it and so are stale for it; a
@@ -169,6 +190,9 @@ NEUTRAL_EXCEPT = {
         "interval is the same); the runs listed report DP-SGD fits' warnings or default "
         "intervals",
         DPSGD_WARNING_RUNS),
+    "privacy.ranges.ISOLATED_GAP": (_LONE_BIN_RULE, LEARNED_RANGES_RUNS),
+    "privacy.ranges.LONE_BIN_RATE": (_LONE_BIN_RULE, LEARNED_RANGES_RUNS),
+    "privacy.ranges.LONE_BIN_SUM_Z": (_LONE_BIN_RULE, LEARNED_RANGES_RUNS),
     "fits.dpsgd.STEP_OPTIONS": (
         "the options whose defaults make a DP-SGD fit's plug-in over 2.5 times random "
         "scaling's a note instead of a warning (the default step rule on the private "
