@@ -45,7 +45,7 @@ def noted():
 
 @pytest.fixture(scope="module")
 def warned():
-    return _fit(5)  # the floor check and the curvature check both fire
+    return _fit(20)  # the floor check and the curvature check both fire
 
 
 def test_per_coefficient_law_takes_each_coefficients_own():

@@ -201,7 +201,9 @@ CURVATURE_CORRECTED_LIMIT = 1.5
 #: n = 2,000, mu = 5 (``validation/prediction_intervals.py``, 600 fits): at one of its
 #: two profiles the rows moved by 1 to 1.5 s.e. covered 0.87 (107 fits, a one-off look),
 #: and with this limit the unwarned fits' unflagged predictions covered 0.959-0.967, the
-#: flagged ones 0.79-0.85 (the recorded run, ``prediction_intervals_approval.csv``).
+#: flagged ones 0.79-0.85 (0.963-0.968 and 0.795-0.887 in the recorded run,
+#: ``prediction_intervals_approval.csv``, rerun since the private ranges pass over lone
+#: noise bins).
 CURVATURE_PREDICTION_LIMIT = 1.0
 #: False-alarm probability of each full-path (DP-GD) check per coefficient.
 GD_ALARM = 1e-4
