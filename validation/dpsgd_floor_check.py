@@ -63,14 +63,15 @@ CELLS = [(d, f, n, mu, r) for d, f in (("wage", "linear"), ("fertility", "linear
                                         ("approval", "logistic"))
          for n in (2000, 10_000) for mu in (5.0, 10.0) for r in ("declared", "private")]
 CELL = ["design", "n", "mu", "ranges"]
-#: ``--budget-grid``: the learned ranges (the default) across ``n mu`` from 2,500 to
+#: ``--budget-grid``: the learned ranges (the default) across ``n mu`` from 1,000 to
 #: 20,000, two ``(n, mu)`` each, with two designs the thresholds were not set on (the
 #: participation logit with a year factor, p = 12, and a rare-event logit of ~3% ones).
 BUDGET_DESIGNS = (("fertility", "linear"), ("participation", "logistic"),
                   ("approval", "logistic"), ("participation_years", "logistic"),
                   ("rare_approval", "logistic"))
 BUDGET_CELLS = [(d, f, n, mu, r) for r in ("private", "declared") for d, f in BUDGET_DESIGNS
-                for n, mu in ((500, 5.0), (2500, 1.0), (1000, 5.0), (5000, 1.0),
+                for n, mu in ((500, 2.0), (1000, 1.0), (500, 5.0), (2500, 1.0),
+                              (1000, 5.0), (5000, 1.0),
                               (1000, 10.0), (5000, 2.0), (2000, 10.0), (10_000, 2.0))]
 #: The seed's design key (the first cells' order, so their recorded fits reproduce).
 _DESIGN_KEY = {"wage": 0, "fertility": 8, "participation": 16, "approval": 24,
