@@ -27,13 +27,16 @@ grid), where the check was a false alarm (issue 26). Reported:
   before and after;
 * by each coefficient's own correction, over the fits where no other check fired (the
   coefficients the limit alone decides): coverage with its MC s.e. (the fit as the
-  unit), which sets the limit: the largest band edge below which every band covers
-  within one MC s.e. of 0.95;
+  unit), overall and by study (the textbook logits; the robustness study's), which sets
+  the limit: the largest band edge below which every band of each study covers within
+  one MC s.e. of 0.95 (pooled, one study's designs can hide the other's failures);
 * the limit's curve: for each candidate limit, per cell the share of fits warned (by
   this check or another) and the unwarned fits' coverage, and the issue's targets
   (covering cells warned in at most 10% of fits; the others in at least 95%).
 
     python validation/curvature_correction.py --reps 200     # the recorded run (results/)
+    python validation/curvature_correction.py --reps 200 --raw raw.csv   # and its rows
+    python validation/curvature_correction.py --from-raw raw.csv         # tables again
 
 The fits run at the check's limit ``--run-limit`` (default 3, the largest candidate), so
 the curve's re-application of every smaller limit is exact (16 min on 2 cores).
@@ -119,7 +122,9 @@ def replicate(design: str, n: int, mu: float, seed: int,
                          correction=abs(raw[j] - params[j]) / se[j],
                          covers=bool(ci[j, 0] <= t <= ci[j, 1]),
                          covers_raw=bool(lo_raw <= t <= hi_raw),
-                         flagged=name in report.curvature_biased, other=other))
+                         flagged=name in report.curvature_biased, other=other,
+                         truth=t, estimate=params[j], averaged=raw[j], se=se[j],
+                         lower=ci[j, 0], upper=ci[j, 1]))
     return rows
 
 
@@ -170,9 +175,16 @@ def limit_tables(raw: pd.DataFrame) -> list[str]:
     """The limit's two tables (module docstring), as text lines."""
     alone = raw[~raw["other"]].copy()
     alone["own_band"] = pd.cut(alone["correction"], OWN_BANDS, right=False)
-    own = alone.groupby("own_band", observed=True).apply(
-        lambda g: pd.Series({"coefficients": len(g), "coverage": g["covers"].mean(),
-                             "mcse": _clustered_se(g)}), include_groups=False)
+    def band_table(frame, by):
+        return frame.groupby(by, observed=True).apply(
+            lambda g: pd.Series({"coefficients": len(g), "coverage": g["covers"].mean(),
+                                 "mcse": _clustered_se(g)}), include_groups=False)
+
+    own = band_table(alone, "own_band")
+    # the same by study: a limit pooled over designs can hide one where it fails
+    alone["study"] = np.where(alone["design"].isin(("participation", "approval")),
+                              "textbook", "robustness")
+    own_by_study = band_table(alone, ["study", "own_band"])
     keys = ["design", "n", "mu"]
     fits = raw.groupby(keys + ["seed"], sort=False).agg(
         largest=("correction", "max"), other=("other", "first"),
@@ -200,6 +212,8 @@ def limit_tables(raw: pd.DataFrame) -> list[str]:
     return ["Coefficients by their own correction (plug-in s.e.), in fits where no other "
             "check fired (coverage with its MC s.e., the fit as the unit):",
             own.round(3).to_string(), "",
+            "The same by study (the textbook logits; the robustness study's):",
+            own_by_study.round(3).to_string(), "",
             "The limit's curve: per cell the share of fits warned (this check or another) "
             "and the unwarned fits' coverage, by limit:",
             table.round(3).to_string(), "",
@@ -213,15 +227,26 @@ def main(argv=None) -> None:
     parser.add_argument("--reps", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--raw", metavar="CSV",
+                        help="also write one row per (fit, coefficient): the estimate, the "
+                             "averaged iterate, the plug-in s.e., the default interval and "
+                             "the truth")
+    parser.add_argument("--from-raw", metavar="CSV",
+                        help="print the tables from a file --raw wrote, without fitting")
     parser.add_argument("--run-limit", type=float, default=max(LIMITS),
                         help="the check's limit in the fits (the curve re-applies the "
                              "limits up to it exactly)")
     args = parser.parse_args(argv)
+    if args.from_raw:
+        print("\n".join(summarize(pd.read_csv(args.from_raw))))
+        return
     start = time.time()
     rows = Parallel(n_jobs=args.jobs)(
         delayed(replicate)(d, n, mu, s, args.run_limit)
         for d, n, mu in CELLS for s in range(args.reps))
     raw = pd.DataFrame([r for rep in rows for r in rep])
+    if args.raw:
+        raw.to_csv(args.raw, index=False)
     lines = summarize(raw)
     lines.append(f"({(time.time() - start) / 60:.1f} min: python "
                  f"validation/curvature_correction.py --reps {args.reps}; the fits at the "
