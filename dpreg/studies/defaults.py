@@ -165,7 +165,9 @@ NEUTRAL_EXCEPT = {
          "floor_bootstrap_interval.csv", "newton_logit.txt", "prediction_intervals.csv",
          "real_data.csv", "robustness.csv", "robustness-ranges.csv",
          "statsmodels_datasets.csv", "textbook.csv", "textbook-default.csv",
-         "textbook-warnings.csv", "curvature_correction.txt", "dpsgd_floor_check_alone.csv",
+         "textbook-warnings.csv", "curvature_correction.txt", "curvature_oracle.txt",
+         "curvature_oracle_rs_rule.txt",
+         "dpsgd_floor_check_alone.csv",
          "dpsgd_floor_check_cap.csv", "dpsgd_floor_check_cells.csv",
          "prediction_intervals_approval.csv")),
     "inference.diagnostics.CURVATURE_PREDICTION_LIMIT": (
