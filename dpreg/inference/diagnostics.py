@@ -397,11 +397,12 @@ class ConvergenceReport:
                 f"by k = {self.curvature_factor:.4g}: the iterates spread widely around "
                 "their average and the logistic score is curved) moved "
                 f"{list(self.curvature_biased)} by over {CURVATURE_CORRECTED_LIMIT:g} "
-                "standard error: the intervals of these coefficients are unreliable. Where "
-                "this was measured, such coefficients' plug-in standard errors were too "
-                "short and their estimates several of them away from the non-private ones; "
-                "the correction itself was nearly unbiased (user guide, Convergence: 'What "
-                "the flag finds'). Raise the budget, use fewer steps= or a smaller lr=.")
+                "standard error: the intervals of these coefficients are unreliable. In the "
+                "textbook logits, where this was measured, such coefficients' plug-in "
+                "standard errors were too short, and their estimates were several standard "
+                "errors from the non-private ones, though the correction itself was nearly "
+                "unbiased (user guide, Convergence: 'What the flag finds'). Raise the "
+                "budget, use fewer steps= or a smaller lr=.")
         elif self.curvature_biased:
             out.append(
                 f"The averaged iterate of {list(self.curvature_biased)} carries a bias of "
