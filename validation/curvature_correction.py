@@ -71,18 +71,11 @@ OWN_BANDS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, np.inf)
 LIMITS = (1.0, 1.5, 2.0, 3.0)
 
 
-def replicate(design: str, n: int, mu: float, seed: int,
-              run_limit: float | None = None) -> list[dict]:
-    """One data set and fit; one row per coefficient. ``run_limit``: the check's limit
-    for this fit (:data:`~dpreg.inference.diagnostics.CURVATURE_CORRECTED_LIMIT` when
-    ``None``); the limit's curve re-applies every limit up to it exactly (a flag under a
-    higher limit would keep the floor check's finding a warning at the learned ranges,
-    :func:`~dpreg.inference.diagnostics.floor_as_note`)."""
-    import dpreg.inference.diagnostics as diagnostics
+def fit_cell(design: str, n: int, mu: float, seed: int):
+    """One data set of a cell (:data:`CELLS`) and its logistic DP-SGD fit: ``(res,
+    truth, messages)``, the truth by coefficient name and the fit's convergence
+    warnings."""
     from dpreg.exceptions import ConvergenceWarning, SeedReuseWarning
-
-    if run_limit is not None:  # read by with_curvature_bias at each fit (a worker's copy)
-        diagnostics.CURVATURE_CORRECTED_LIMIT = run_limit
 
     learned = design.startswith("learned")
     rng = np.random.default_rng([seed, n, mu, int(design[9:])] if learned else [seed, n])
@@ -106,6 +99,22 @@ def replicate(design: str, n: int, mu: float, seed: int,
         # default is now noisy Newton (n mu >= 25,000: the (10000, 5) cells)
         fit = fit_design(design, n, rng, mu=mu, engine="dpsgd", random_state=seed)
         res, truth, messages = fit.res, fit.truth, fit.messages
+    return res, truth, messages
+
+
+def replicate(design: str, n: int, mu: float, seed: int,
+              run_limit: float | None = None) -> list[dict]:
+    """One data set and fit; one row per coefficient. ``run_limit``: the check's limit
+    for this fit (:data:`~dpreg.inference.diagnostics.CURVATURE_CORRECTED_LIMIT` when
+    ``None``); the limit's curve re-applies every limit up to it exactly (a flag under a
+    higher limit would keep the floor check's finding a warning at the learned ranges,
+    :func:`~dpreg.inference.diagnostics.floor_as_note`)."""
+    import dpreg.inference.diagnostics as diagnostics
+
+    if run_limit is not None:  # read by with_curvature_bias at each fit (a worker's copy)
+        diagnostics.CURVATURE_CORRECTED_LIMIT = run_limit
+
+    res, truth, messages = fit_cell(design, n, mu, seed)
     # a warning from another check (the limit's curve re-applies this one's limit)
     other = any(not m.startswith("The curvature correction") for m in messages)
     report = res.convergence

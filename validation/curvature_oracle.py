@@ -42,12 +42,14 @@ import argparse
 import pathlib
 import sys
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
 from joblib import Parallel, delayed
 from scipy import special
+
+sys.path.insert(0, str(pathlib.Path(__file__).parent))
+from curvature_correction import fit_cell  # noqa: E402  (the same fits as that study)
 
 OUT = pathlib.Path(__file__).parent / "results" / "curvature_oracle.txt"
 #: The textbook logits' cells where the curvature check fires most (private ranges,
@@ -80,7 +82,6 @@ def replicate(design: str, n: int, mu: float, seed: int) -> list[dict]:
     import statsmodels.api as sm
 
     import dpreg.fits.dpsgd as dpsgd_fit
-    from dpreg.exceptions import ConvergenceWarning, SeedReuseWarning
 
     captured: dict = {}
     run, inference = dpsgd_fit.run_dpsgd, dpsgd_fit._inference
@@ -96,27 +97,7 @@ def replicate(design: str, n: int, mu: float, seed: int) -> list[dict]:
 
     dpsgd_fit.run_dpsgd, dpsgd_fit._inference = run_kept, inference_kept
     try:
-        learned = design.startswith("learned")
-        rng = np.random.default_rng([seed, n, mu, int(design[9:])] if learned else [seed, n])
-        if learned:
-            import dpreg
-            from dpreg.studies.robustness import natural_units_design
-
-            data, formula, bounds, truth = natural_units_design(
-                n, int(design[9:]), rng, family="logistic", errors="hetero")
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", ConvergenceWarning)
-                warnings.simplefilter("ignore", SeedReuseWarning)
-                res = dpreg.dp_logit(formula, data, mu=mu, bounds=bounds, engine="dpsgd",
-                                     ranges="auto", random_state=seed)
-            messages = [str(w.message) for w in caught
-                        if issubclass(w.category, ConvergenceWarning)]
-            truth = dict(zip(res.params.index, np.asarray(truth, dtype=float), strict=True))
-        else:
-            from dpreg.studies.textbook import fit_design
-
-            fit = fit_design(design, n, rng, mu=mu, engine="dpsgd", random_state=seed)
-            res, truth, messages = fit.res, fit.truth, fit.messages
+        res, truth, messages = fit_cell(design, n, mu, seed)
     finally:
         dpsgd_fit.run_dpsgd, dpsgd_fit._inference = run, inference
     Z, y, out, cond = captured["Z"], captured["y"], captured["out"], captured["cond"]
